@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages jvmtrace needs to build, run and test.
+# Idempotent: asks apt only for what is missing.  Needs root.
+#
+#   scripts/install-deps.sh            # build + run + test packages
+#   scripts/install-deps.sh --jdk-build  # also what building HotSpot needs
+set -euo pipefail
+
+runtime=(build-essential cmake clang llvm libbpf-dev libelf-dev zlib1g-dev
+         bpftool bpftrace systemtap-sdt-dev binutils
+         openjdk-17-jdk-headless python3 python3-pytest)
+jdk_build=(autoconf zip unzip file ccache dpkg-dev
+           libcups2-dev libasound2-dev libfontconfig1-dev libfreetype-dev
+           libx11-dev libxext-dev libxrender-dev libxrandr-dev libxtst-dev libxt-dev)
+
+want=("${runtime[@]}")
+case "${1:-}" in
+  --jdk-build) want+=("${jdk_build[@]}") ;;
+  "") ;;
+  -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "install-deps.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+esac
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps.sh: must run as root to install packages" >&2
+  exit 1
+fi
+
+# tracefs is where uprobes show up; some machines do not mount it.
+if [ ! -d /sys/kernel/tracing/events ]; then
+  mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null || true
+fi
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "[deps] installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+if ! apt-get install -y -qq "${missing[@]}" >/tmp/jvmtrace-apt.log 2>&1; then
+  apt-get update -qq >>/tmp/jvmtrace-apt.log 2>&1 || true
+  if ! apt-get install -y -qq "${missing[@]}" >>/tmp/jvmtrace-apt.log 2>&1; then
+    echo "install-deps.sh: apt-get install failed; see /tmp/jvmtrace-apt.log:" >&2
+    tail -n 15 /tmp/jvmtrace-apt.log >&2
+    exit 1
+  fi
+fi

@@ -1,0 +1,205 @@
+"""Test helpers: run a target that waits for "go", attach bpftrace to it, and
+collect both outputs; parse readelf notes, -Xlog:gc and JFR."""
+import json
+import queue
+import re
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+READY_MARK = "@@jvmtrace-tracing@@"
+
+
+def run_checked(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        raise AssertionError(f"{cmd[0]} exited {r.returncode}\nstdout:\n{r.stdout[-3000:]}\n"
+                             f"stderr:\n{r.stderr[-3000:]}")
+    return r
+
+
+class LineReader:
+    """Reads a stream on a thread so we can wait for one line with a timeout."""
+
+    def __init__(self, stream):
+        self.lines = []
+        self._q = queue.Queue()
+        self._t = threading.Thread(target=self._pump, args=(stream,), daemon=True)
+        self._t.start()
+
+    def _pump(self, stream):
+        for line in stream:
+            self._q.put(line.rstrip("\n"))
+        self._q.put(None)
+
+    def wait_for(self, pred, timeout, what):
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"timed out after {timeout}s waiting for {what}; "
+                                     f"saw: {self.lines[-20:]}")
+            try:
+                line = self._q.get(timeout=left)
+            except queue.Empty:
+                continue
+            if line is None:
+                raise AssertionError(f"stream ended while waiting for {what}; saw: {self.lines[-20:]}")
+            self.lines.append(line)
+            if pred(line):
+                return line
+
+    def drain(self, timeout=30):
+        """All remaining lines, once the stream has ended."""
+        self._t.join(timeout)
+        while True:
+            try:
+                line = self._q.get_nowait()
+            except queue.Empty:
+                break
+            if line is not None:
+                self.lines.append(line)
+        return self.lines
+
+
+@dataclass
+class TraceRun:
+    target_out: list
+    target_err: str
+    target_rc: int
+    trace_out: list           # bpftrace stdout lines after the ready mark
+    trace_err: str
+    pid: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+def bpftrace_run(script, target_cmd, timeout=180, env=None, settle=0.5):
+    """Starts target_cmd (which prints "ready PID" and waits for a line on
+    stdin), attaches `bpftrace -p PID -e script` (the script must print
+    READY_MARK from BEGIN, which bpftrace runs once every probe is attached),
+    lets the target go, waits for it to exit, then stops bpftrace with SIGINT
+    and returns everything both printed."""
+    target = subprocess.Popen(target_cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env)
+    t_out = LineReader(target.stdout)
+    t_err = LineReader(target.stderr)
+    bt = None
+    try:
+        ready = t_out.wait_for(lambda l: l.startswith("ready "), 60, "the target's ready line")
+        pid = int(ready.split()[1])
+        bt = subprocess.Popen(["bpftrace", "-p", str(pid), "-e", script], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+        b_out = LineReader(bt.stdout)
+        b_err = LineReader(bt.stderr)
+        try:
+            b_out.wait_for(lambda l: l == READY_MARK, 60, "bpftrace to attach")
+        except AssertionError as e:
+            bt.kill()
+            raise AssertionError(f"{e}\nbpftrace stderr: {' | '.join(b_err.drain(5))}")
+        mark = len(b_out.lines)
+        target.stdin.write("go\n")
+        target.stdin.close()
+        rc = target.wait(timeout)
+        time.sleep(settle)  # let the last events drain from the perf buffer
+        bt.send_signal(signal.SIGINT)
+        bt.wait(60)
+        out = [l for l in b_out.drain()[mark:] if l.strip()]
+        err = "\n".join(b_err.drain())
+        assert not any(l.startswith("Lost ") for l in out + err.splitlines()), \
+            f"bpftrace lost events: {[l for l in out if l.startswith('Lost')]}"
+        return TraceRun(t_out.drain(), "\n".join(t_err.drain()), rc, out, err, pid)
+    finally:
+        for p in (target, bt):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+# --- readelf -n ------------------------------------------------------------
+
+@dataclass
+class NoteProbe:
+    provider: str
+    name: str
+    location: int
+    semaphore: int
+    args: list  # e.g. ["-4@%ecx", "8@%rsi"]
+
+
+def usdt_notes(path):
+    """Every stapsdt note of an ELF file, parsed from `readelf -n`."""
+    out = run_checked(["readelf", "-n", "--wide", str(path)]).stdout
+    probes, cur = [], {}
+    for line in out.splitlines():
+        line = line.strip()
+        if "Provider:" in line:  # "stapsdt 0x.. NT_STAPSDT (...)  Provider: x" with --wide
+            cur = {"provider": line.split("Provider:", 1)[1].strip()}
+        elif line.startswith("Name:") and "provider" in cur:
+            cur["name"] = line.split(":", 1)[1].strip()
+        elif line.startswith("Location:") and "name" in cur:
+            m = re.match(r"Location: (0x[0-9a-f]+), Base: (0x[0-9a-f]+), Semaphore: (0x[0-9a-f]+)", line)
+            cur["location"], cur["semaphore"] = int(m.group(1), 16), int(m.group(3), 16)
+        elif line.startswith("Arguments:") and "location" in cur:
+            args = line.split(":", 1)[1].split()
+            probes.append(NoteProbe(cur["provider"], cur["name"], cur["location"],
+                                    cur["semaphore"], args))
+            cur = {}
+    return probes
+
+
+# --- the probe contract -----------------------------------------------------
+
+def contract_probes(path=REPO / "usdt/jvmtrace.d"):
+    """{probe_name: [(type, arg_name), ...]} from the D provider file."""
+    text = re.sub(r"/\*.*?\*/", "", Path(path).read_text(), flags=re.S)
+    probes = {}
+    for m in re.finditer(r"probe\s+(\w+)\s*\((.*?)\)\s*;", text, flags=re.S):
+        args = []
+        for a in m.group(2).split(","):
+            a = " ".join(a.split())
+            am = re.match(r"(.*?)\s*\b(\w+)$", a)
+            args.append((am.group(1).replace(" *", "*").strip(), am.group(2)))
+        probes[m.group(1)] = args
+    return probes
+
+
+TYPE_NOTE_SIZE = {"int32_t": -4, "uint32_t": 4, "uint64_t": 8, "const char*": 8}
+
+
+def note_arg_size(arg):
+    """'-4@%ecx' -> -4 (signed 4 bytes)."""
+    return int(arg.split("@", 1)[0])
+
+
+# --- JVM-side truth -----------------------------------------------------------
+
+GC_LOG_RE = re.compile(r"\bGC\((\d+)\) (Pause [^()]*?|Concurrent [A-Za-z ]+?)((?: \([^)]*\))*)(?: \d|$)")
+
+
+def parse_gc_log(text):
+    """-Xlog:gc lines -> [(gc_id, what, cause_or_None)], one per GC id, in order.
+    The cause is the last parenthesised group of a pause line."""
+    seen, out = set(), []
+    for line in text.splitlines():
+        m = GC_LOG_RE.search(line)
+        if not m:
+            continue
+        gc_id = int(m.group(1))
+        if gc_id in seen:
+            continue
+        seen.add(gc_id)
+        groups = re.findall(r"\(([^)]*)\)", m.group(3))
+        cause = groups[-1] if groups and m.group(2).startswith("Pause") else None
+        out.append((gc_id, m.group(2).strip(), cause))
+    return out
+
+
+def jfr_events(java_home, recording, event):
+    """Events of one type from a JFR recording, as dicts (via `jfr print --json`)."""
+    r = run_checked([str(Path(java_home) / "bin/jfr"), "print", "--json", "--events", event,
+                     str(recording)])
+    return json.loads(r.stdout)["recording"]["events"]

@@ -1,0 +1,78 @@
+import java.nio.file.Path;
+import jdk.jfr.Recording;
+
+/**
+ * An allocation-heavy worker thread ("alloc-worker") with a known, deterministic
+ * workload: small objects of a few classes, a rolling window of survivors (so
+ * young GCs copy objects into PLABs), and some medium arrays.  While it runs, a
+ * JFR recording (started before the worker, stopped after it) records the
+ * allocation and promotion events jvmtrace is checked against.
+ *
+ * args: ITERATIONS (default 2_000_000) JFR_OUT (optional: no recording if absent)
+ * Prints "worker tid T" and a checksum that depends only on ITERATIONS.
+ */
+public class AllocWorker {
+    static final class Node {
+        final long value;
+        final Node next;
+        Node(long value, Node next) { this.value = value; this.next = next; }
+    }
+
+    static long work(int iterations) {
+        Object[] window = new Object[16_384];   // survivors: about 1 MB of live data
+        long checksum = 0;
+        for (int i = 0; i < iterations; i++) {
+            Node n = new Node(i, null);
+            n = new Node(i * 31L, n);
+            byte[] b = new byte[(i % 64) + 1];
+            b[0] = (byte) i;
+            checksum += n.value + n.next.value + b.length;
+            if ((i & 7) == 0) {
+                window[(i >>> 3) % window.length] = (i % 1024 == 0) ? new long[512] : n;
+            }
+            if ((i & 0xffff) == 0) {
+                checksum += new String("s" + i).length();
+            }
+        }
+        for (Object o : window) {
+            if (o instanceof Node) checksum ^= ((Node) o).value;
+        }
+        return checksum;
+    }
+
+    public static void main(String[] args) throws Exception {
+        int iterations = args.length > 0 ? Integer.parseInt(args[0]) : 2_000_000;
+        String jfrOut = args.length > 1 ? args[1] : null;
+        TestSupport.awaitGo();
+
+        Recording rec = null;
+        if (jfrOut != null) {
+            rec = new Recording();
+            rec.enable("jdk.ObjectAllocationInNewTLAB");
+            rec.enable("jdk.ObjectAllocationOutsideTLAB");
+            rec.enable("jdk.PromoteObjectInNewPLAB");
+            rec.enable("jdk.PromoteObjectOutsidePLAB");
+            rec.enable("jdk.GarbageCollection");
+            rec.start();
+        }
+        long[] result = new long[2];
+        Thread t = new Thread(() -> {
+            try {
+                result[1] = TestSupport.kernelTid();
+                System.out.println("worker tid " + result[1]);
+                System.out.flush();
+                result[0] = work(iterations);
+            } catch (Exception e) {
+                throw new RuntimeException(e);
+            }
+        }, "alloc-worker");
+        t.start();
+        t.join();
+        if (rec != null) {
+            rec.stop();
+            rec.dump(Path.of(jfrOut));
+            rec.close();
+        }
+        System.out.println("checksum " + result[0]);
+    }
+}

@@ -1,0 +1,70 @@
+/*
+ * jvmtrace probe contract: the USDT probes the jvmtrace HotSpot patch
+ * declares, provider "jvmtrace".  systemtap-sdt-dev's `dtrace -h` turns this
+ * file into the header HotSpot and the test fixture include.
+ *
+ * The argument types below are the contract: every probe site casts each
+ * argument to exactly this type, so the ELF note reads the same width and
+ * signedness everywhere (tests/test_probe_contract.py checks the notes of
+ * libjvm.so and of the fixture against this file, and docs/probes.md
+ * against both).  Units are bytes unless a name says otherwise; "tid" is the
+ * kernel thread id (what BPF's bpf_get_current_pid_tgid() >> 0 & 0xffffffff
+ * returns), never a JVM-internal thread index.
+ *
+ * bpftrace before 0.24 (Debian 12 ships 0.17) reads only arg0..arg5 of a
+ * USDT probe.  So every argument a bpftrace tool needs is among the first
+ * six, and tid, where a probe has one, comes last: it is always the firing
+ * thread's own tid, which bpftrace has as its `tid` builtin anyway.
+ *
+ * Every probe has a semaphore: HotSpot computes the arguments only while a
+ * tracer is attached, so a detached probe costs a 5-byte nop and one
+ * predictable load.
+ */
+
+provider jvmtrace {
+	/* Mutator allocation --------------------------------------------- */
+
+	/* A thread retired its TLAB and got a new one; the allocation that
+	 * caused it is placed at the start of the new TLAB. */
+	probe tlab__refill(uint64_t tlab_start, uint64_t tlab_bytes,
+	    uint64_t alloc_bytes, const char *class_name, uint32_t class_name_len,
+	    uint64_t retired_waste_bytes, int32_t tid);
+
+	/* An allocation missed the TLAB fast path (bump pointer) and entered
+	 * the slow path: TLAB refill, allocation outside any TLAB, or GC. */
+	probe alloc__slow__enter(uint64_t alloc_bytes, const char *class_name,
+	    uint32_t class_name_len, int32_t tid);
+
+	/* The same slow path returned.  outcome: 0 failed (OutOfMemoryError
+	 * follows), 1 new TLAB, 2 outside TLAB, 3 new TLAB after a GC,
+	 * 4 outside TLAB after a GC, 5 current TLAB (JVMTI sampler end).
+	 * gcs: collections started while this thread was in the slow path. */
+	probe alloc__slow__exit(uint64_t address, uint64_t alloc_bytes,
+	    uint32_t outcome, uint32_t gcs, int32_t tid);
+
+	/* Collections ----------------------------------------------------- */
+
+	/* kind: 0 young pause, 1 full pause, 2 concurrent cycle.
+	 * name: HotSpot's collector name (G1New, G1Full, ParallelScavenge, ...).
+	 * heap_used / heap_committed: the whole heap, at this instant. */
+	probe gc__start(uint32_t gc_id, const char *name, const char *cause,
+	    uint32_t kind, uint64_t heap_used, uint64_t heap_committed);
+	probe gc__end(uint32_t gc_id, const char *name, const char *cause,
+	    uint32_t kind, uint64_t heap_used, uint64_t heap_committed);
+
+	/* Promotion (copying) during a collection ------------------------- */
+
+	/* A GC worker got a new PLAB.  dest: 0 young/survivor, 1 old. */
+	probe plab__alloc(uint32_t gc_id, uint64_t plab_start, uint64_t plab_bytes,
+	    uint32_t dest, int32_t tid);
+
+	/* A GC worker retired a PLAB: used_bytes + wasted_bytes == plab_bytes;
+	 * the waste is filled with a dummy object. */
+	probe plab__retire(uint32_t gc_id, uint64_t plab_start, uint64_t plab_bytes,
+	    uint64_t used_bytes, uint64_t wasted_bytes, uint32_t dest, int32_t tid);
+
+	/* An object was copied outside any PLAB (too large for one, or no new
+	 * PLAB could be had). */
+	probe promote__direct(uint32_t gc_id, uint64_t address, uint64_t bytes,
+	    uint32_t dest, int32_t tid);
+};
