@@ -48,11 +48,11 @@ public class AllocWorker {
         Recording rec = null;
         if (jfrOut != null) {
             rec = new Recording();
-            rec.enable("jdk.ObjectAllocationInNewTLAB");
-            rec.enable("jdk.ObjectAllocationOutsideTLAB");
-            rec.enable("jdk.PromoteObjectInNewPLAB");
-            rec.enable("jdk.PromoteObjectOutsidePLAB");
-            rec.enable("jdk.GarbageCollection");
+            for (String e : new String[] {"jdk.ObjectAllocationInNewTLAB", "jdk.ObjectAllocationOutsideTLAB",
+                                          "jdk.PromoteObjectInNewPLAB", "jdk.PromoteObjectOutsidePLAB",
+                                          "jdk.GarbageCollection"}) {
+                rec.enable(e).withoutStackTrace();
+            }
             rec.start();
         }
         long[] result = new long[2];

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The main job: set up everything on a bare Debian 12 machine (root), then
+# trace a real Java program under the patched HotSpot and print what was seen.
+#
+#   sudo scripts/trace-demo.sh [--gc G1|Parallel] [--iterations N]
+#
+# Steps: apt packages; the patched/unpatched JDK (built once, cached under
+# /var/cache/jvmtrace, ~25 min cold); the project (cmake); the Java test
+# programs; then AllocWorker runs under the patched JVM while
+# scripts/jvmtrace-bt attaches the jvmmem bpftrace tool to it by PID.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/.." && pwd)
+gc=G1 iterations=5000000
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --gc) gc=$2; shift 2 ;;
+    --iterations) iterations=$2; shift 2 ;;
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "trace-demo: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+case "$gc" in G1|Parallel) ;; *) echo "trace-demo: --gc takes G1 or Parallel" >&2; exit 2 ;; esac
+[[ "$iterations" =~ ^[1-9][0-9]*$ ]] || { echo "trace-demo: --iterations takes a positive number" >&2; exit 2; }
+[ "$(id -u)" -eq 0 ] || { echo "trace-demo: run as root (installs packages, attaches eBPF)" >&2; exit 1; }
+
+say() { echo "[demo] $*" >&2; }
+"$here/install-deps.sh"
+java_home=$("$here/build-patched-jdk.sh" | sed -n 's/^patched=//p')
+say "patched JDK: $java_home"
+cmake -S "$repo" -B "$repo/build" >/dev/null
+cmake --build "$repo/build" -j "$(nproc)" >/dev/null
+classes=$repo/build/java
+mkdir -p "$classes"
+"$java_home/bin/javac" -d "$classes" "$repo"/tests/java/*.java
+
+tmp=$(mktemp -d)
+trap 'kill "${jpid:-}" "${btpid:-}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+mkfifo "$tmp/go"
+"$java_home/bin/java" "-XX:+Use${gc}GC" -Xms128m -Xmx128m -Xlog:gc:file="$tmp/gc.log" \
+  -cp "$classes" AllocWorker "$iterations" < "$tmp/go" > "$tmp/java.out" &
+jpid=$!
+exec 3>"$tmp/go"
+until grep -q '^ready' "$tmp/java.out"; do sleep 0.1; kill -0 $jpid || exit 1; done
+say "AllocWorker is PID $jpid ($gc GC); attaching: scripts/jvmtrace-bt jvmmem $jpid"
+"$here/jvmtrace-bt" jvmmem "$jpid" > "$tmp/bt.out" 2> "$tmp/bt.err" &
+btpid=$!
+until grep -q 'Hit Ctrl-C' "$tmp/bt.out"; do
+  sleep 0.1
+  kill -0 $btpid 2>/dev/null || { cat "$tmp/bt.err" >&2; exit 1; }
+done
+say "attached; letting the program run"
+echo go >&3
+exec 3>&-
+wait $jpid
+sleep 0.5
+kill -INT $btpid
+wait $btpid || true
+echo "=== jvmtrace-bt jvmmem $jpid ==="
+cat "$tmp/bt.out"
+echo "=== the program said ==="
+grep -v '^ready' "$tmp/java.out"
+echo "=== -Xlog:gc (independent truth: same GC ids and causes as above) ==="
+cat "$tmp/gc.log"
