@@ -77,30 +77,43 @@ class TraceRun:
     extra: dict = field(default_factory=dict)
 
 
-def bpftrace_run(script, target_cmd, timeout=180, env=None, settle=0.5):
+def bpftrace_run(script, target_cmd, **kw):
+    """traced_run with `bpftrace -p PID -e script`; the script must print
+    READY_MARK from BEGIN, which bpftrace runs once every probe is attached."""
+    return traced_run(lambda pid: ["bpftrace", "-p", str(pid), "-e", script], target_cmd,
+                      ready=lambda l: l == READY_MARK, **kw)
+
+
+def tool_run(tool, target_cmd, **kw):
+    """traced_run with `scripts/jvmtrace-bt TOOL PID` (tools print their
+    "Hit Ctrl-C to end." banner from BEGIN)."""
+    return traced_run(lambda pid: [str(REPO / "scripts/jvmtrace-bt"), tool, str(pid)], target_cmd,
+                      ready=lambda l: "Hit Ctrl-C to end." in l, keep_ready_line=False, **kw)
+
+
+def traced_run(tracer_cmd, target_cmd, ready, timeout=180, env=None, settle=0.5, keep_ready_line=False):
     """Starts target_cmd (which prints "ready PID" and waits for a line on
-    stdin), attaches `bpftrace -p PID -e script` (the script must print
-    READY_MARK from BEGIN, which bpftrace runs once every probe is attached),
-    lets the target go, waits for it to exit, then stops bpftrace with SIGINT
-    and returns everything both printed."""
+    stdin), starts tracer_cmd(PID), waits until the tracer prints a line for
+    which ready(line) holds (it is attached then), lets the target go, waits
+    for it to exit, then stops the tracer with SIGINT and returns everything
+    both printed (the tracer's lines after the ready line)."""
     target = subprocess.Popen(target_cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=env)
     t_out = LineReader(target.stdout)
     t_err = LineReader(target.stderr)
     bt = None
     try:
-        ready = t_out.wait_for(lambda l: l.startswith("ready "), 60, "the target's ready line")
-        pid = int(ready.split()[1])
-        bt = subprocess.Popen(["bpftrace", "-p", str(pid), "-e", script], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
+        ready_line = t_out.wait_for(lambda l: l.startswith("ready "), 60, "the target's ready line")
+        pid = int(ready_line.split()[1])
+        bt = subprocess.Popen(tracer_cmd(pid), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         b_out = LineReader(bt.stdout)
         b_err = LineReader(bt.stderr)
         try:
-            b_out.wait_for(lambda l: l == READY_MARK, 60, "bpftrace to attach")
+            b_out.wait_for(ready, 60, "the tracer to attach")
         except AssertionError as e:
             bt.kill()
             raise AssertionError(f"{e}\nbpftrace stderr: {' | '.join(b_err.drain(5))}")
-        mark = len(b_out.lines)
+        mark = len(b_out.lines) - (1 if keep_ready_line else 0)
         target.stdin.write("go\n")
         target.stdin.close()
         rc = target.wait(timeout)

@@ -1,0 +1,187 @@
+"""The bpftrace tools in scripts/bpftrace/, run through scripts/jvmtrace-bt on
+live Java programs, with their printed numbers checked against independent
+truth from the same run (-Xlog:gc, JFR per thread / per GC, known sizes)."""
+import os
+import re
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from helpers import REPO, LineReader, jfr_events, parse_gc_log, tool_run
+from test_jvm_probes import GCS, java_cmd, worker_tid
+
+BT = REPO / "scripts/jvmtrace-bt"
+MAP_LINE = re.compile(r"^@(\w+)(?:\[(.*)\])?: (-?\d+)$")
+
+
+def scalar_maps(lines):
+    """{'map': {key: value}} for every non-histogram map line printed at exit;
+    keys are strings (joined as bpftrace prints them), None for a plain map."""
+    maps = {}
+    for l in lines:
+        m = MAP_LINE.match(l.strip())
+        if m:
+            maps.setdefault(m.group(1), {})[m.group(2)] = int(m.group(3))
+    return maps
+
+
+def hist_total(lines, name):
+    """Sum of the counts of a histogram map printed by bpftrace."""
+    total, inside = 0, False
+    for l in lines:
+        if l.startswith("@"):
+            inside = l.startswith(f"@{name}:")
+            continue
+        m = re.match(r"^[\[(]\S+, \S+[\])]\s+(\d+) \|", l) or re.match(r"^\[\S+\]\s+(\d+) \|", l)
+        if inside and m:
+            total += int(m.group(1))
+    return total
+
+
+def test_every_tool_has_header_banner_example_and_index_line():
+    tools = sorted((REPO / "scripts/bpftrace").glob("*.bt"))
+    assert tools
+    index = (REPO / "scripts/bpftrace/README.md").read_text()
+    for t in tools:
+        text = t.read_text()
+        for field in ("Shows:", "Probes:", "USAGE:"):
+            assert field in text, f"{t.name}: header lacks {field}"
+        assert "Hit Ctrl-C to end." in text, f"{t.name}: no Ctrl-C banner"
+        example = t.with_name(t.stem + "_example.txt")
+        assert example.is_file(), f"{t.name}: no {example.name}"
+        assert len(example.read_text().splitlines()) > 8, f"{example.name}: too short to be real output"
+        assert f"`{t.stem}`" in index, f"scripts/bpftrace/README.md does not list {t.stem}"
+
+
+@pytest.mark.parametrize("gc", GCS)
+def test_gcpause_lines_equal_gc_log(jdks, java_classes, tmp_path, gc):
+    log = tmp_path / "gc.log"
+    run = tool_run("gcpause", java_cmd(jdks["patched"], java_classes, gc, 64, "AllocWorker", 2_000_000,
+                                        gc_log=log))
+    assert run.target_rc == 0, run.target_err
+    lines = [l for l in run.trace_out if l.startswith("GC(")]
+    ours = {}
+    for l in lines:
+        m = re.match(r"GC\((\d+)\s*\) (\S+)\s+(.+?)\s+(young|full|concurrent)\s+(\d+)\s+(\d+)->(\d+) \((\d+)\)$", l)
+        assert m, l
+        ours[int(m.group(1))] = (m.group(3), m.group(4))
+    logged = parse_gc_log(log.read_text())
+    assert len(logged) >= 3
+    assert sorted(ours) == [g for g, _, _ in logged]
+    for g, what, cause in logged:
+        if cause:
+            assert ours[g][0] == cause, (g, what)
+    maps = scalar_maps(run.trace_out)
+    assert sum(maps["by_cause"].values()) == len(logged)
+    pauses = sum(1 for g, what, _ in logged if what.startswith("Pause"))
+    assert hist_total(run.trace_out, "pause_us") == pauses
+
+
+@pytest.mark.parametrize("gc", GCS)
+def test_tlabstat_per_thread_equals_jfr(jdks, java_classes, tmp_path, gc):
+    jfr = tmp_path / "rec.jfr"
+    run = tool_run("tlabstat", java_cmd(jdks["patched"], java_classes, gc, 64, "AllocWorker", 2_000_000, jfr))
+    assert run.target_rc == 0, run.target_err
+    tid = worker_tid(run)
+    maps = scalar_maps(run.trace_out)
+    ours = {int(k.split(",")[0]): v for k, v in maps["refills_by_tid"].items()}
+    jfr_n = sum(1 for e in jfr_events(jdks["patched"], jfr, "jdk.ObjectAllocationInNewTLAB")
+                if e["values"]["eventThread"]["osThreadId"] == tid)
+    assert jfr_n > 100
+    assert ours[tid] == jfr_n
+    assert maps["refills_total"][None] == sum(ours.values())
+    assert hist_total(run.trace_out, "tlab_kib") == maps["refills_total"][None]
+
+
+def test_allocslow_sees_exact_outside_tlab_bytes_by_class(jdks, java_classes):
+    count, length = 4, 1 << 20
+    run = tool_run("allocslow", java_cmd(jdks["patched"], java_classes, "G1", 256, "BigArrays", count, length))
+    assert run.target_rc == 0, run.target_err
+    maps = scalar_maps(run.trace_out)
+    assert maps["outside_tlab_bytes_by_class"]["[J"] == count * (16 + 8 * length)
+    assert hist_total(run.trace_out, "slow_path_us") == sum(maps["outcomes"].values())
+
+
+@pytest.mark.parametrize("gc", GCS)
+def test_plabstat_per_gc_equals_jfr(jdks, java_classes, tmp_path, gc):
+    jfr = tmp_path / "rec.jfr"
+    run = tool_run("plabstat", java_cmd(jdks["patched"], java_classes, gc, 64, "AllocWorker", 2_000_000, jfr))
+    assert run.target_rc == 0, run.target_err
+    maps = scalar_maps(run.trace_out)
+    ours = {int(k): v for k, v in maps["plabs_per_gc"].items()}
+    jfr_gcs = {e["values"]["gcId"] for e in jfr_events(jdks["patched"], jfr, "jdk.GarbageCollection")}
+    truth = Counter(e["values"]["gcId"] for e in jfr_events(jdks["patched"], jfr, "jdk.PromoteObjectInNewPLAB"))
+    assert sum(truth.values()) > 20
+    for g in jfr_gcs:
+        assert ours.get(g, 0) == truth[g], f"GC {g}"
+
+
+def test_allocbyclass_finds_the_dominant_classes_with_the_right_magnitude(jdks, java_classes):
+    """AllocWorker allocates per iteration two 24-byte AllocWorker$Node and one
+    byte[(i % 64) + 1] (16-byte header + data, 8-byte aligned: 52 bytes on
+    average): 48 and 52 bytes per iteration."""
+    iters = 3_000_000
+    run = tool_run("allocbyclass", java_cmd(jdks["patched"], java_classes, "G1", 128, "AllocWorker", iters))
+    assert run.target_rc == 0, run.target_err
+    maps = scalar_maps(run.trace_out)["bytes"]
+    top = sorted(maps.items(), key=lambda kv: -kv[1])
+    assert {top[0][0], top[1][0]} == {"AllocWorker$Node", "[B"}, top[:5]
+    for cls, per_iter in (("AllocWorker$Node", 48), ("[B", 52)):
+        expected = per_iter * iters
+        assert expected / 2 < maps[cls] < expected * 2, f"{cls}: {maps[cls]} vs about {expected}"
+
+
+def test_jvmmem_overview_runs_and_agrees_with_its_parts(jdks, java_classes, tmp_path):
+    log = tmp_path / "gc.log"
+    run = tool_run("jvmmem", java_cmd(jdks["patched"], java_classes, "G1", 64, "AllocWorker", 1_000_000,
+                                       gc_log=log))
+    assert run.target_rc == 0, run.target_err
+    gc_lines = [l for l in run.trace_out if l.startswith("GC(")]
+    pauses = [g for g in parse_gc_log(log.read_text()) if g[1].startswith("Pause")]
+    assert len(gc_lines) == len(pauses)
+    maps = scalar_maps(run.trace_out)
+    assert maps["tlab_refills"][None] == hist_total(run.trace_out, "tlab_kb")
+
+
+# --- bad input ----------------------------------------------------------------
+
+def bt(*args):
+    return subprocess.run([str(BT), *map(str, args)], capture_output=True, text=True, timeout=60)
+
+
+def test_wrapper_rejects_a_process_that_is_not_a_jvm():
+    r = bt("gcpause", os.getpid())
+    assert r.returncode == 1
+    assert f"PID {os.getpid()}" in r.stderr and "is not a JVM: no libjvm.so mapped" in r.stderr
+
+
+def test_wrapper_rejects_a_dead_pid():
+    p = subprocess.Popen(["true"])
+    p.wait()
+    dead = p.pid  # reaped: no such process now (pids are not reused this soon)
+    r = bt("gcpause", dead)
+    assert r.returncode == 1 and f"no process with PID {dead}" in r.stderr
+
+
+def test_wrapper_rejects_bad_arguments():
+    assert bt("gcpause", "12ab").returncode == 2
+    assert "no tool 'nosuchtool'" in bt("nosuchtool", 1).stderr
+    assert bt().returncode == 2
+
+
+def test_wrapper_on_an_unpatched_jvm_suggests_the_stock_tool(jdks, java_classes):
+    proc = subprocess.Popen(java_cmd(jdks["unpatched"], java_classes, "G1", 64, "SystemGc", 1),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        LineReader(proc.stdout).wait_for(lambda l: l.startswith("ready"), 60, "ready")
+        r = bt("gcpause", proc.pid)
+        assert r.returncode == 1
+        assert "has no jvmtrace probes" in r.stderr
+        if (REPO / "scripts/bpftrace/gcpause_stock.bt").is_file():
+            assert f"jvmtrace-bt gcpause_stock {proc.pid}" in r.stderr
+    finally:
+        proc.stdin.write("go\n")
+        proc.stdin.close()
+        proc.wait(60)
