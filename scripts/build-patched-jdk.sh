@@ -18,6 +18,10 @@ set -euo pipefail
 
 SRC_PKG=openjdk-17
 SRC_VERSION=17.0.19+10-1~deb12u2
+# Bump when a change to this script changes the bytes of an image (build or
+# assembly steps); edits that do not (messages, progress) leave it alone so a
+# cached 35-minute build stays valid.  Part of the cache key.
+RECIPE=2
 BOOT_JDK=/usr/lib/jvm/java-17-openjdk-amd64
 CONFIGURE_FLAGS=(--enable-dtrace --with-jvm-variants=server --with-debug-level=release
                  --with-native-debug-symbols=none --enable-headless-only
@@ -52,7 +56,7 @@ while [ $# -gt 0 ]; do
 done
 
 # The cache key: everything that decides the bytes of an image.
-base_key=$( { echo "$SRC_PKG $SRC_VERSION ${CONFIGURE_FLAGS[*]}"; cat "$0"; } | sha256sum | cut -c1-12)
+base_key=$(echo "$SRC_PKG $SRC_VERSION ${CONFIGURE_FLAGS[*]} recipe=$RECIPE" | sha256sum | cut -c1-12)
 patched_key=$( { echo "$base_key"; cat "$patch_file" "$contract"; } | sha256sum | cut -c1-12)
 key_of() { if [ "$1" = patched ]; then echo "$patched_key"; else echo "$base_key"; fi; }
 home_of() { echo "$cache/jdk-$1-$(key_of "$1")/root/usr/lib/jvm/java-17-openjdk-amd64"; }
@@ -121,37 +125,66 @@ fetch_debs() {
 }
 
 # --- 2. Build libjvm.so ------------------------------------------------------
-# The same relative layout for both variants, so ccache (CCACHE_BASEDIR is
-# the source top) serves the unpatched build's objects to the patched one.
-build_libjvm() {
-  local variant=$1 work=$cache/build/$1
-  local tree=$work/src stamp=$work/.key
-  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$(key_of "$variant")" ]; then
-    log "$variant: preparing source tree"
-    rm -rf "$work" && mkdir -p "$work"
-    cp -a "$src_dir" "$tree"
-    if [ "$variant" = patched ]; then
-      cp "$contract" "$tree/src/hotspot/os/posix/dtrace/jvmtrace.d"
-      (cd "$tree" && patch -p1 --quiet --batch < "$patch_file") || die "the jvmtrace patch does not apply to $SRC_VERSION"
-    fi
-    log "$variant: configure"
-    (cd "$tree" && bash configure "${CONFIGURE_FLAGS[@]}" --with-boot-jdk="$BOOT_JDK" \
-        --with-jobs="$jobs" >"$work/configure.log" 2>&1) \
-      || { tail -n 30 "$work/configure.log" >&2; die "$variant: configure failed (log: $work/configure.log)"; }
-    key_of "$variant" > "$stamp"
+# One source tree serves both variants: the patch is applied or reverted in
+# place and make rebuilds only what depends on the files it touches.  (Two
+# trees would each need a cold build: ccache hashes the precompiled header,
+# which differs between tree paths.)
+tree=$cache/build/src
+state=$cache/build/.configured   # base key the tree was made and configured for
+applied=$cache/build/.applied    # "unpatched" or "patched <key>"
+applied_patch=$cache/build/applied.patch
+
+prepare_tree() {
+  [ -f "$state" ] && [ "$(cat "$state")" = "$base_key" ] && return
+  log "preparing source tree and configure (log: $cache/build/configure.log)"
+  rm -rf "$cache/build" && mkdir -p "$cache/build"
+  cp -a "$src_dir" "$tree"
+  (cd "$tree" && bash configure "${CONFIGURE_FLAGS[@]}" --with-boot-jdk="$BOOT_JDK" \
+      --with-jobs="$jobs" >"$cache/build/configure.log" 2>&1) \
+    || { tail -n 30 "$cache/build/configure.log" >&2; die "configure failed (log: $cache/build/configure.log)"; }
+  echo unpatched > "$applied"
+  echo "$base_key" > "$state"
+}
+
+switch_tree_to() {
+  local variant=$1 want
+  want=unpatched
+  [ "$variant" = patched ] && want="patched $patched_key"
+  [ "$(cat "$applied")" = "$want" ] && return
+  if [ "$(cat "$applied")" != unpatched ]; then
+    log "reverting the previously applied patch"
+    (cd "$tree" && patch -R -p1 --quiet --batch < "$applied_patch") || die "cannot revert $applied_patch in $tree"
+    rm -f "$tree/src/hotspot/os/posix/dtrace/jvmtrace.d"
+    echo unpatched > "$applied"
   fi
-  log "$variant: make hotspot (log: $work/make.log)"
+  if [ "$variant" = patched ]; then
+    log "applying usdt/hotspot/jvmtrace-probes.patch"
+    (cd "$tree" && patch -p1 --quiet --batch --dry-run < "$patch_file" >/dev/null) \
+      || die "the jvmtrace patch does not apply to $SRC_PKG $SRC_VERSION"
+    (cd "$tree" && patch -p1 --quiet --batch < "$patch_file")
+    cp "$contract" "$tree/src/hotspot/os/posix/dtrace/jvmtrace.d"
+    cp "$patch_file" "$applied_patch"
+    echo "$want" > "$applied"
+  fi
+}
+
+build_libjvm() {
+  local variant=$1
+  prepare_tree
+  switch_tree_to "$variant"
+  log "$variant: make hotspot (log: $cache/build/make-$variant.log)"
   export CCACHE_DIR=$cache/ccache
   ccache -M 8G >/dev/null
-  (cd "$tree" && make CONF=jvmtrace JOBS="$jobs" LOG=warn hotspot >"$work/make.log" 2>&1) &
+  local objs=$tree/build/jvmtrace/hotspot/variant-server/libjvm/objs
+  local before
+  before=$(date +%s)
+  (cd "$tree" && make CONF=jvmtrace JOBS="$jobs" LOG=warn hotspot >"$cache/build/make-$variant.log" 2>&1) &
   local pid=$! n=0
   while kill -0 $pid 2>/dev/null; do
     sleep 30; n=$((n + 30))
-    local done_objs
-    done_objs=$(find "$tree/build/jvmtrace/hotspot/variant-server/libjvm/objs" -name '*.o' 2>/dev/null | wc -l)
-    log "$variant: building, ${n}s, $done_objs objects compiled"
+    log "$variant: building, ${n}s, $(find "$objs" -name '*.o' -newermt "@$before" 2>/dev/null | wc -l) objects compiled so far"
   done
-  wait $pid || { tail -n 40 "$work/make.log" >&2; die "$variant: make hotspot failed (log: $work/make.log)"; }
+  wait $pid || { tail -n 40 "$cache/build/make-$variant.log" >&2; die "$variant: make hotspot failed (log: $cache/build/make-$variant.log)"; }
   libjvm=$tree/build/jvmtrace/support/modules_libs/java.base/server/libjvm.so
   [ -f "$libjvm" ] || die "$variant: make succeeded but $libjvm is missing"
 }

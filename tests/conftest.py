@@ -23,7 +23,11 @@ def pytest_sessionstart(session):
 
 @pytest.fixture(scope="session")
 def jdks():
-    """{'patched': JAVA_HOME, 'unpatched': JAVA_HOME} from the build cache."""
+    """{'patched': JAVA_HOME, 'unpatched': JAVA_HOME} from the build cache, or
+    from JVMTRACE_PATCHED_HOME / JVMTRACE_UNPATCHED_HOME when both are set."""
+    env = {v: os.environ.get(f"JVMTRACE_{v.upper()}_HOME") for v in ("patched", "unpatched")}
+    if all(env.values()):
+        return env
     r = subprocess.run([str(REPO / "scripts/build-patched-jdk.sh"), "--print"],
                        capture_output=True, text=True)
     if r.returncode != 0:

@@ -190,12 +190,35 @@ def note_arg_size(arg):
 
 # --- JVM-side truth -----------------------------------------------------------
 
-GC_LOG_RE = re.compile(r"\bGC\((\d+)\) (Pause [^()]*?|Concurrent [A-Za-z ]+?)((?: \([^)]*\))*)(?: \d|$)")
+GC_LOG_RE = re.compile(r"\bGC\((\d+)\) ((?:Pause|Concurrent) [A-Za-z ]+?)(?= \(| \d| ?$)(.*)$")
+GC_HEAP_RE = re.compile(r" \d+[KMG]->\d+[KMG]\(\d+[KMG]\) [\d.]+ms$")
+
+
+def paren_groups(text):
+    """Top-level parenthesised groups of text: "(a) (b(c))" -> ["a", "b(c)"]."""
+    groups, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "(":
+            if depth:
+                cur += ch
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth:
+                cur += ch
+            else:
+                groups.append(cur)
+                cur = ""
+        elif depth:
+            cur += ch
+    return groups
 
 
 def parse_gc_log(text):
-    """-Xlog:gc lines -> [(gc_id, what, cause_or_None)], one per GC id, in order.
-    The cause is the last parenthesised group of a pause line."""
+    """-Xlog:gc lines -> [(gc_id, what, cause_or_None)], one per GC id, in
+    order.  For a pause the cause is its last parenthesised group before the
+    heap figures: "GC(3) Pause Full (System.gc()) 1M->1M(40M) 4.2ms" ->
+    (3, "Pause Full", "System.gc()")."""
     seen, out = set(), []
     for line in text.splitlines():
         m = GC_LOG_RE.search(line)
@@ -205,9 +228,10 @@ def parse_gc_log(text):
         if gc_id in seen:
             continue
         seen.add(gc_id)
-        groups = re.findall(r"\(([^)]*)\)", m.group(3))
-        cause = groups[-1] if groups and m.group(2).startswith("Pause") else None
-        out.append((gc_id, m.group(2).strip(), cause))
+        what, rest = m.group(2).strip(), GC_HEAP_RE.sub("", m.group(3) or "")
+        groups = paren_groups(rest)
+        cause = groups[-1] if groups and what.startswith("Pause") else None
+        out.append((gc_id, what, cause))
     return out
 
 
