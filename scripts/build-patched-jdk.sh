@@ -65,7 +65,8 @@ built() { [ -f "$cache/jdk-$1-$(key_of "$1")/.complete" ]; }
 if [ "$print_only" = 1 ]; then
   rc=0
   for v in "${variants[@]}"; do
-    if built "$v"; then echo "$v=$(home_of "$v")"; else echo "$v: not built" >&2; rc=1; fi
+    if built "$v"; then echo "$v=$(home_of "$v")"
+    else echo "$v: not built (would be $cache/jdk-$v-$(key_of "$v"))" >&2; rc=1; fi
   done
   exit $rc
 fi

@@ -7,7 +7,7 @@
 set -euo pipefail
 
 runtime=(build-essential cmake clang llvm libbpf-dev libelf-dev zlib1g-dev
-         bpftool bpftrace systemtap-sdt-dev binutils
+         bpftool bpftrace systemtap-sdt-dev binutils bc
          openjdk-17-jdk-headless python3 python3-pytest)
 jdk_build=(autoconf zip unzip file ccache dpkg-dev
            libcups2-dev libasound2-dev libfontconfig1-dev libfreetype-dev

@@ -91,12 +91,15 @@ def tool_run(tool, target_cmd, **kw):
                       ready=lambda l: "Hit Ctrl-C to end." in l, keep_ready_line=False, **kw)
 
 
-def traced_run(tracer_cmd, target_cmd, ready, timeout=180, env=None, settle=0.5, keep_ready_line=False):
+def traced_run(tracer_cmd, target_cmd, ready, timeout=180, env=None, settle=0.5, keep_ready_line=False,
+               stderr_ready=False):
     """Starts target_cmd (which prints "ready PID" and waits for a line on
     stdin), starts tracer_cmd(PID), waits until the tracer prints a line for
     which ready(line) holds (it is attached then), lets the target go, waits
     for it to exit, then stops the tracer with SIGINT and returns everything
-    both printed (the tracer's lines after the ready line)."""
+    both printed (the tracer's lines after the ready line; with stderr_ready
+    the ready line is looked for on the tracer's stderr, and all its stdout
+    lines are kept)."""
     target = subprocess.Popen(target_cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=env)
     t_out = LineReader(target.stdout)
@@ -109,11 +112,11 @@ def traced_run(tracer_cmd, target_cmd, ready, timeout=180, env=None, settle=0.5,
         b_out = LineReader(bt.stdout)
         b_err = LineReader(bt.stderr)
         try:
-            b_out.wait_for(ready, 60, "the tracer to attach")
+            (b_err if stderr_ready else b_out).wait_for(ready, 60, "the tracer to attach")
         except AssertionError as e:
             bt.kill()
-            raise AssertionError(f"{e}\nbpftrace stderr: {' | '.join(b_err.drain(5))}")
-        mark = len(b_out.lines) - (1 if keep_ready_line else 0)
+            raise AssertionError(f"{e}\ntracer stderr: {' | '.join(b_err.drain(5))}")
+        mark = 0 if stderr_ready else len(b_out.lines) - (1 if keep_ready_line else 0)
         target.stdin.write("go\n")
         target.stdin.close()
         rc = target.wait(timeout)
@@ -124,6 +127,7 @@ def traced_run(tracer_cmd, target_cmd, ready, timeout=180, env=None, settle=0.5,
         err = "\n".join(b_err.drain())
         assert not any(l.startswith("Lost ") for l in out + err.splitlines()), \
             f"bpftrace lost events: {[l for l in out if l.startswith('Lost')]}"
+        assert not re.search(r"dropped [1-9]", err), f"the tracer dropped events: {err[-300:]}"
         return TraceRun(t_out.drain(), "\n".join(t_err.drain()), rc, out, err, pid)
     finally:
         for p in (target, bt):

@@ -29,28 +29,55 @@ def test_same_output_patched_and_unpatched(jdks, java_classes, gc, program):
     assert outs["patched"] == outs["unpatched"]
 
 
-def test_semaphores_stay_zero_without_a_tracer(jdks, patched_libjvm, java_classes):
-    """Read every jvmtrace semaphore out of a running patched JVM's memory:
-    all zero when nothing is attached (so no probe computes arguments)."""
-    import re
-    from helpers import LineReader, usdt_notes
+def read_probe_state(pid, libjvm, notes):
+    """{probe: (semaphore value, first byte of its site)} read from the live
+    process: what a tracer changes when it attaches (the kernel bumps the
+    semaphore and patches the site) and must restore when it detaches."""
+    maps = open(f"/proc/{pid}/maps").read().splitlines()
+    first = next(l for l in maps if l.endswith(str(libjvm)) and l.split()[2] == "00000000")
+    base = int(first.split("-")[0], 16)   # load bias: libjvm's first PT_LOAD is at vaddr 0
+    state = {}
+    with open(f"/proc/{pid}/mem", "rb") as mem:
+        for p in notes:
+            mem.seek(base + p.semaphore)
+            sem = int.from_bytes(mem.read(2), "little")
+            mem.seek(base + p.location)
+            state.setdefault(p.name, set()).add((sem, mem.read(5)))
+    return state
+
+
+def test_attach_detach_leaves_nothing_behind(jdks, patched_libjvm, java_classes):
+    """No tracer: every semaphore 0 and every site the 5-byte nop.  bpftrace on
+    gc__start: that semaphore 1 and its sites patched, nothing else touched.
+    After bpftrace exits: exactly as before."""
+    from helpers import LineReader, READY_MARK, usdt_notes
+    nop5 = bytes.fromhex("0f1f440000")
     notes = [p for p in usdt_notes(patched_libjvm) if p.provider == "jvmtrace"]
     cmd = java_cmd(jdks["patched"], java_classes, "G1", 64, "SystemGc", 1)
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    bt = None
     try:
         LineReader(proc.stdout).wait_for(lambda l: l.startswith("ready"), 60, "ready")
-        maps = open(f"/proc/{proc.pid}/maps").read().splitlines()
-        # The semaphores live in libjvm's writable data: find its load bias from
-        # the first mapping of the file (offset 0), as a tracer does.
-        first = next(l for l in maps if l.endswith(str(patched_libjvm)) and l.split()[2] == "00000000")
-        base = int(first.split("-")[0], 16)
-        with open(f"/proc/{proc.pid}/mem", "rb") as mem:
-            for p in notes:
-                mem.seek(base + p.semaphore)
-                value = int.from_bytes(mem.read(2), "little")
-                assert value == 0, f"{p.name}: semaphore {value} with no tracer attached"
-        assert re.search(r"libjvm\.so", "\n".join(maps))
+        clean = {name: {(0, nop5)} for name in {p.name for p in notes}}
+        assert read_probe_state(proc.pid, patched_libjvm, notes) == clean
+
+        script = f'BEGIN {{ printf("{READY_MARK}\\n"); }} usdt:{patched_libjvm}:jvmtrace:gc__start {{ }}'
+        bt = subprocess.Popen(["bpftrace", "-p", str(proc.pid), "-e", script], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+        LineReader(bt.stdout).wait_for(lambda l: l == READY_MARK, 60, "bpftrace to attach")
+        attached = read_probe_state(proc.pid, patched_libjvm, notes)
+        for name, st in attached.items():
+            if name == "gc__start":
+                assert all(sem == 1 and code != nop5 for sem, code in st), st
+            else:
+                assert st == {(0, nop5)}, (name, st)
+
+        bt.send_signal(subprocess.signal.SIGINT)
+        bt.wait(30)
+        assert read_probe_state(proc.pid, patched_libjvm, notes) == clean
     finally:
+        if bt is not None and bt.poll() is None:
+            bt.kill()
         proc.stdin.write("go\n")
         proc.stdin.close()
         proc.wait(60)

@@ -64,3 +64,45 @@ def test_detached_probes_do_not_fire_and_cost_no_arguments(usdt_fixture):
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 3, (r.stdout, r.stderr)
     assert "no tracer enabled the probes" in r.stderr
+
+
+def test_every_argument_decodes_exactly_with_libbpf(usdt_fixture):
+    """All arguments, arg6 included (out of bpftrace 0.17's reach), through
+    libbpf's bpf_program__attach_usdt: the sentinel tid must come back as the
+    negative int32 it is, every u64 bit-exact, strings cut at their length."""
+    import subprocess
+    from conftest import BUILD_DIR
+    from helpers import traced_run
+    rawdump = BUILD_DIR / "userspace/jvmtrace-rawdump"
+    rounds = 25
+    run = traced_run(lambda pid: [str(rawdump), "-p", str(pid), "-b", str(usdt_fixture)],
+                     [str(usdt_fixture), "--wait-for", "stdin", "--rounds", str(rounds)],
+                     ready=lambda l: l.startswith("attached 8 probes"), stderr_ready=True)
+    assert run.target_rc == 0, run.target_err
+    tid = 0xf3f2f1f0 - (1 << 32)
+    got = []
+    for line in run.trace_out:
+        name, _ts, _tid, args, *strs = line.split(" ", 4)
+        vals = args.split("=", 1)[1].split(",")
+        got.append((name, vals, " ".join(strs)))
+    exp = []
+    for i in range(rounds):
+        cls = 'str0="Lsentinel/Klass;"'
+        gcs = 'str0="SentinelGC" str1="Sentinel cause"'
+        exp += [
+            ("tlab__refill", [U64, 0x10000 + i, i, None, 16, U64 - 1, tid], cls),
+            ("alloc__slow__enter", [i, None, 16, tid], cls),
+            ("alloc__slow__exit", [U64, i, i % 6, U32, tid], ""),
+            ("gc__start", [i, None, None, i % 3, U64, U64 - 2], gcs),
+            ("gc__end", [i, None, None, i % 3, U64 - 3, U64 - 4], gcs),
+            ("plab__alloc", [i, U64, 0x2000, i % 2, tid], ""),
+            ("plab__retire", [i, U64, 0x2000, 0x1800, 0x800, i % 2, tid], ""),
+            ("promote__direct", [i, U64, 0x4000 + i, i % 2, tid], ""),
+        ]
+    assert len(got) == len(exp)
+    for (gname, gvals, gstr), (ename, evals, estr) in zip(got, exp):
+        assert gname == ename and gstr == estr, (gname, gstr)
+        assert len(gvals) == len(evals), gname
+        for g, e in zip(gvals, evals):
+            if e is not None:          # None: a pointer, checked through its string
+                assert int(g) == e, (gname, gvals, evals)

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Every jvmtrace probe hit, with all its arguments, into a ring buffer.
+ * Drops (ring buffer full) are counted in `dropped`, never silent. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/usdt.bpf.h>
+#include "jvmtrace_raw.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);
+} events SEC(".maps");
+
+__u64 dropped = 0;
+
+/* A string argument: NUL-terminated (len_arg < 0) or pointer + length. */
+static __always_inline void read_str(struct pt_regs *ctx, char *dst, int ptr_arg, int len_arg)
+{
+	long ptr = 0, len = 0;
+
+	if (bpf_usdt_arg(ctx, ptr_arg, &ptr) || !ptr)
+		return;
+	if (len_arg < 0) {
+		bpf_probe_read_user_str(dst, JT_RAW_STR_MAX, (void *)ptr);
+		return;
+	}
+	if (bpf_usdt_arg(ctx, len_arg, &len))
+		return;
+	if (len > JT_RAW_STR_MAX - 1)
+		len = JT_RAW_STR_MAX - 1;
+	if (len > 0)
+		bpf_probe_read_user(dst, len & (JT_RAW_STR_MAX - 1), (void *)ptr);
+}
+
+static __always_inline int emit(struct pt_regs *ctx, __u32 probe, int s0, int s0_len, int s1)
+{
+	struct jt_raw_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		__sync_fetch_and_add(&dropped, 1);
+		return 0;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->ts_ns = bpf_ktime_get_ns();
+	e->probe = probe;
+	e->tid = (__u32)bpf_get_current_pid_tgid();
+	int n = bpf_usdt_arg_cnt(ctx);
+	for (int i = 0; i < JT_RAW_MAX_ARGS; i++) {
+		long v = 0;
+		if (i < n && bpf_usdt_arg(ctx, i, &v) == 0)
+			e->args[i] = v;
+	}
+	if (s0 >= 0)
+		read_str(ctx, e->str[0], s0, s0_len);
+	if (s1 >= 0)
+		read_str(ctx, e->str[1], s1, -1);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+/* Argument positions of strings per probe: see usdt/jvmtrace.d. */
+SEC("usdt") int tlab__refill(struct pt_regs *ctx) { return emit(ctx, JT_TLAB_REFILL, 3, 4, -1); }
+SEC("usdt") int alloc__slow__enter(struct pt_regs *ctx) { return emit(ctx, JT_ALLOC_SLOW_ENTER, 1, 2, -1); }
+SEC("usdt") int alloc__slow__exit(struct pt_regs *ctx) { return emit(ctx, JT_ALLOC_SLOW_EXIT, -1, -1, -1); }
+SEC("usdt") int gc__start(struct pt_regs *ctx) { return emit(ctx, JT_GC_START, 1, -1, 2); }
+SEC("usdt") int gc__end(struct pt_regs *ctx) { return emit(ctx, JT_GC_END, 1, -1, 2); }
+SEC("usdt") int plab__alloc(struct pt_regs *ctx) { return emit(ctx, JT_PLAB_ALLOC, -1, -1, -1); }
+SEC("usdt") int plab__retire(struct pt_regs *ctx) { return emit(ctx, JT_PLAB_RETIRE, -1, -1, -1); }
+SEC("usdt") int promote__direct(struct pt_regs *ctx) { return emit(ctx, JT_PROMOTE_DIRECT, -1, -1, -1); }

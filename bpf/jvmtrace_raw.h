@@ -1,0 +1,31 @@
+/* Kernel/user boundary of the raw probe stream: one record per jvmtrace
+ * probe hit, carrying every argument exactly as fired.  Shared by
+ * bpf/jvmtrace_raw.bpf.c and userspace/jvmtrace_rawdump.cpp; fixed-width
+ * types only.  Probe numbering follows usdt/jvmtrace.d's order. */
+#ifndef JVMTRACE_RAW_H
+#define JVMTRACE_RAW_H
+
+#define JT_RAW_MAX_ARGS 7
+#define JT_RAW_STR_MAX 64 /* bytes kept of a string argument, NUL included */
+
+enum jt_probe {
+	JT_TLAB_REFILL = 0,
+	JT_ALLOC_SLOW_ENTER,
+	JT_ALLOC_SLOW_EXIT,
+	JT_GC_START,
+	JT_GC_END,
+	JT_PLAB_ALLOC,
+	JT_PLAB_RETIRE,
+	JT_PROMOTE_DIRECT,
+	JT_PROBE_COUNT,
+};
+
+struct jt_raw_event {
+	__u64 ts_ns;                    /* bpf_ktime_get_ns() */
+	__u32 probe;                    /* enum jt_probe */
+	__u32 tid;                      /* the firing thread, as BPF sees it */
+	__s64 args[JT_RAW_MAX_ARGS];    /* bpf_usdt_arg(): sign-extended per the note */
+	char str[2][JT_RAW_STR_MAX];    /* string arguments, in argument order */
+};
+
+#endif /* JVMTRACE_RAW_H */

@@ -1,0 +1,196 @@
+// jvmtrace-rawdump: attach to every jvmtrace USDT probe of a process with
+// libbpf and print each hit with all its arguments, one line per hit.
+//
+// A low-level tool: it shows exactly what the probes fire (all arguments,
+// including those beyond bpftrace 0.17's arg5), for checking a patched JVM or
+// the test fixture.  Lines look like
+//   gc__start ts=123 tid=4242 args=7,0x7f..,0x7f..,0,123,456 str0="G1New" str1="System.gc()"
+// and the last line on stderr is "events N dropped D".
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "jvmtrace_raw.h"
+#include "jvmtrace_raw.skel.h"
+
+namespace {
+
+const char* const kProbeNames[JT_PROBE_COUNT] = {
+    "tlab__refill", "alloc__slow__enter", "alloc__slow__exit", "gc__start",
+    "gc__end",      "plab__alloc",        "plab__retire",      "promote__direct"};
+// Argument counts, and which argument is the (signed) tid, from
+// usdt/jvmtrace.d; every other argument is unsigned.
+const int kProbeArgs[JT_PROBE_COUNT] = {7, 4, 5, 6, 6, 5, 7, 5};
+const int kTidArg[JT_PROBE_COUNT] = {6, 3, 4, -1, -1, 4, 6, 4};
+
+volatile sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+struct Options {
+  int pid = 0;
+  std::string binary;  // file holding the probes; default: the process's libjvm.so
+  long max_events = -1;
+  bool verbose = false;
+};
+
+[[noreturn]] void usage(int rc) {
+  std::fprintf(rc ? stderr : stdout,
+               "USAGE: jvmtrace-rawdump -p PID [-b BINARY] [-n COUNT] [-v]\n"
+               "Prints every jvmtrace probe hit of process PID with all its arguments.\n"
+               "  -p PID     the process (a patched JVM, or the test fixture)\n"
+               "  -b BINARY  the ELF file with the probes (default: PID's libjvm.so)\n"
+               "  -n COUNT   stop after COUNT events (default: until Ctrl-C or PID exits)\n"
+               "  -v         libbpf debug output\n"
+               "EXAMPLES:\n"
+               "  jvmtrace-rawdump -p 4242                 # a patched JVM\n"
+               "  jvmtrace-rawdump -p 77 -b ./usdt_fixture -n 16\n");
+  std::exit(rc);
+}
+
+// The libjvm.so PID has mapped, reached through /proc/PID/root so a JVM in
+// another mount namespace (a container) works.  Empty if none.
+std::string find_libjvm(int pid) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    auto pos = line.find('/');
+    if (pos != std::string::npos && line.size() >= 10 && line.compare(line.size() - 10, 10, "/libjvm.so") == 0)
+      return "/proc/" + std::to_string(pid) + "/root" + line.substr(pos);
+  }
+  return {};
+}
+
+int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list ap) {
+  static bool verbose = std::getenv("JVMTRACE_LIBBPF_DEBUG") != nullptr;
+  if (level == LIBBPF_DEBUG && !verbose) return 0;
+  return std::vfprintf(stderr, fmt, ap);
+}
+
+struct SkelDelete {
+  void operator()(jvmtrace_raw* s) const { jvmtrace_raw__destroy(s); }
+};
+struct LinkDelete {
+  void operator()(bpf_link* l) const { bpf_link__destroy(l); }
+};
+struct RingDelete {
+  void operator()(ring_buffer* r) const { ring_buffer__free(r); }
+};
+
+struct Printer {
+  long seen = 0;
+  long max = -1;
+};
+
+int on_event(void* ctx, void* data, size_t size) {
+  auto* p = static_cast<Printer*>(ctx);
+  if (size < sizeof(jt_raw_event)) return 0;
+  const auto* e = static_cast<const jt_raw_event*>(data);
+  if (e->probe >= JT_PROBE_COUNT) return 0;
+  std::printf("%s ts=%llu tid=%u args=", kProbeNames[e->probe], (unsigned long long)e->ts_ns, e->tid);
+  for (int i = 0; i < kProbeArgs[e->probe]; i++) {
+    if (i == kTidArg[e->probe])
+      std::printf("%s%lld", i ? "," : "", (long long)e->args[i]);
+    else
+      std::printf("%s%llu", i ? "," : "", (unsigned long long)e->args[i]);
+  }
+  for (int s = 0; s < 2; s++)
+    if (e->str[s][0]) std::printf(" str%d=\"%.*s\"", s, JT_RAW_STR_MAX, e->str[s]);
+  std::printf("\n");
+  p->seen++;
+  if (p->max >= 0 && p->seen >= p->max) g_stop = 1;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  int c;
+  while ((c = getopt(argc, argv, "p:b:n:vh")) != -1) {
+    char* end = nullptr;
+    switch (c) {
+      case 'p':
+        o.pid = static_cast<int>(std::strtol(optarg, &end, 10));
+        if (*end || o.pid <= 0) { std::fprintf(stderr, "jvmtrace-rawdump: bad PID '%s'\n", optarg); usage(2); }
+        break;
+      case 'b': o.binary = optarg; break;
+      case 'n':
+        o.max_events = std::strtol(optarg, &end, 10);
+        if (*end || o.max_events <= 0) { std::fprintf(stderr, "jvmtrace-rawdump: bad COUNT '%s'\n", optarg); usage(2); }
+        break;
+      case 'v': setenv("JVMTRACE_LIBBPF_DEBUG", "1", 1); break;
+      case 'h': usage(0);
+      default: usage(2);
+    }
+  }
+  if (o.pid == 0) { std::fprintf(stderr, "jvmtrace-rawdump: -p PID is required\n"); usage(2); }
+  if (kill(o.pid, 0) != 0 && errno == ESRCH) {
+    std::fprintf(stderr, "jvmtrace-rawdump: no process with PID %d\n", o.pid);
+    return 1;
+  }
+  if (o.binary.empty()) {
+    o.binary = find_libjvm(o.pid);
+    if (o.binary.empty()) {
+      std::fprintf(stderr, "jvmtrace-rawdump: PID %d is not a JVM (no libjvm.so mapped); give -b BINARY\n", o.pid);
+      return 1;
+    }
+  }
+  libbpf_set_print(libbpf_print);
+
+  std::unique_ptr<jvmtrace_raw, SkelDelete> skel(jvmtrace_raw__open_and_load());
+  if (!skel) {
+    std::fprintf(stderr, "jvmtrace-rawdump: loading the BPF programs failed: %s%s\n", std::strerror(errno),
+                 geteuid() ? " (run as root)" : "");
+    return 1;
+  }
+  std::vector<std::unique_ptr<bpf_link, LinkDelete>> links;
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, skel->obj) {
+    const char* probe = bpf_program__name(prog);
+    bpf_link* l = bpf_program__attach_usdt(prog, o.pid, o.binary.c_str(), "jvmtrace", probe, nullptr);
+    if (!l) {
+      std::fprintf(stderr, "jvmtrace-rawdump: cannot attach to jvmtrace:%s in %s: %s%s\n", probe, o.binary.c_str(),
+                   std::strerror(errno), errno == ENOENT ? " (no such probe: not a patched JVM?)" : "");
+      return 1;
+    }
+    links.emplace_back(l);
+  }
+  Printer printer;
+  printer.max = o.max_events;
+  std::unique_ptr<ring_buffer, RingDelete> rb(
+      ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, &printer, nullptr));
+  if (!rb) {
+    std::fprintf(stderr, "jvmtrace-rawdump: ring buffer: %s\n", std::strerror(errno));
+    return 1;
+  }
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  std::fprintf(stderr, "attached %zu probes in %s of PID %d\n", links.size(), o.binary.c_str(), o.pid);
+
+  bool target_gone = false;
+  while (!g_stop) {
+    int n = ring_buffer__poll(rb.get(), 100);
+    if (n < 0 && n != -EINTR) {
+      std::fprintf(stderr, "jvmtrace-rawdump: polling the ring buffer: %s\n", std::strerror(-n));
+      return 1;
+    }
+    if (n == 0 && kill(o.pid, 0) != 0 && errno == ESRCH) {
+      target_gone = true;
+      break;
+    }
+  }
+  ring_buffer__consume(rb.get());  // what arrived before the stop
+  std::fflush(stdout);
+  std::fprintf(stderr, "%sevents %ld dropped %llu\n", target_gone ? "target exited; " : "", printer.seen,
+               (unsigned long long)skel->bss->dropped);
+  return 0;
+}
