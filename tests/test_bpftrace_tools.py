@@ -263,3 +263,22 @@ def test_plabstat_stock_counts_plab_requests(stock_home, java_classes, tmp_path)
     assert maps["requests_total"][None] >= new_plabs + direct
     assert maps["requests_by_dest"]["survivor"] > 0
     assert sum(maps["requests_by_worker"].values()) == maps["requests_total"][None]
+
+
+def test_wrapper_reaches_a_jvm_in_another_mount_namespace(jdks, java_classes, tmp_path):
+    """Like a container: the JVM runs in its own mount namespace with its JDK
+    bind-mounted at a path that is an empty directory on the host, so its
+    libjvm.so exists only through /proc/PID/root.  gcpause must still work
+    and count the program's System.gc() calls."""
+    inner = Path("/opt/jvmtrace-test-ns-jdk")
+    inner.mkdir(parents=True, exist_ok=True)
+    assert not (inner / "bin").exists(), f"{inner} must stay empty on the host"
+    cls = tmp_path / "classes"
+    subprocess.run(["cp", "-r", str(java_classes), str(cls)], check=True)
+    script = (f"mount --make-rprivate / && mount --bind {jdks['patched']} {inner} && "
+              f"exec {inner}/bin/java -XX:+UseG1GC -Xms64m -Xmx64m -cp {cls} SystemGc 3")
+    run = tool_run("gcpause", ["unshare", "--mount", "sh", "-c", script])
+    assert run.target_rc == 0, run.target_err
+    assert not (inner / "bin").exists(), "the bind mount leaked into the host namespace"
+    lines = [l for l in run.trace_out if re.match(r"^\d+ ", l)]
+    assert len([l for l in lines if "System.gc()" in l]) == 3, run.trace_out
