@@ -5,6 +5,10 @@
 #ifndef JVMTRACE_RAW_H
 #define JVMTRACE_RAW_H
 
+#ifndef __VMLINUX_H__ /* user space; BPF programs get these from vmlinux.h */
+#include <linux/types.h>
+#endif
+
 #define JT_RAW_MAX_ARGS 7
 #define JT_RAW_STR_MAX 64 /* bytes kept of a string argument, NUL included */
 

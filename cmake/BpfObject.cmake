@@ -16,7 +16,7 @@ if(CMAKE_MATCH_1 LESS 11)
   message(FATAL_ERROR "BPF CO-RE needs clang >= 11, found ${CMAKE_MATCH_1} (${BPF_CLANG})")
 endif()
 find_package(PkgConfig REQUIRED)
-pkg_check_modules(LIBBPF REQUIRED IMPORTED_TARGET libbpf>=1.0)
+pkg_check_modules(LIBBPF REQUIRED IMPORTED_TARGET GLOBAL libbpf>=1.0)
 
 set(BPF_GEN_DIR ${CMAKE_BINARY_DIR}/bpf)
 set(VMLINUX_H ${BPF_GEN_DIR}/vmlinux.h)

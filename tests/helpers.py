@@ -218,15 +218,28 @@ def paren_groups(text):
     return groups
 
 
-def parse_gc_log(text):
+def go_uptime_s(target_out):
+    """When the program got "go" (TestSupport.awaitGo), in JVM uptime seconds."""
+    for l in target_out:
+        if l.startswith("go at uptime_ms "):
+            return int(l.split()[-1]) / 1000.0
+    raise AssertionError(f"the program did not print its go time: {target_out[:5]}")
+
+
+def parse_gc_log(text, since_s=0.0):
     """-Xlog:gc lines -> [(gc_id, what, cause_or_None)], one per GC id, in
     order.  For a pause the cause is its last parenthesised group before the
     heap figures: "GC(3) Pause Full (System.gc()) 1M->1M(40M) 4.2ms" ->
-    (3, "Pause Full", "System.gc()")."""
+    (3, "Pause Full", "System.gc()").  With since_s, GCs whose first line is
+    older than that uptime (the [N.NNNs] prefix) are left out."""
     seen, out = set(), []
     for line in text.splitlines():
         m = GC_LOG_RE.search(line)
         if not m:
+            continue
+        up = re.match(r"\[(\d+\.\d+)s\]", line)
+        if up and float(up.group(1)) < since_s and int(m.group(1)) not in seen:
+            seen.add(int(m.group(1)))
             continue
         gc_id = int(m.group(1))
         if gc_id in seen:

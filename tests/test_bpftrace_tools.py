@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO, LineReader, jfr_events, parse_gc_log, tool_run
+from helpers import REPO, LineReader, go_uptime_s, jfr_events, parse_gc_log, tool_run
 from test_jvm_probes import GCS, java_cmd, worker_tid
 
 BT = REPO / "scripts/jvmtrace-bt"
@@ -67,7 +67,7 @@ def test_gcpause_lines_equal_gc_log(jdks, java_classes, tmp_path, gc):
         m = re.match(r"(\d+)\s+(\S+)\s+(.+?)\s+(young|full|concurrent)\s+(\d+)\s+(\d+)->(\d+) \((\d+)\)$", l)
         assert m, l
         ours[int(m.group(1))] = (m.group(3), m.group(4))
-    logged = parse_gc_log(log.read_text())
+    logged = parse_gc_log(log.read_text(), go_uptime_s(run.target_out))
     assert len(logged) >= 3
     assert sorted(ours) == [g for g, _, _ in logged]
     for g, what, cause in logged:
@@ -139,7 +139,7 @@ def test_jvmmem_overview_runs_and_agrees_with_its_parts(jdks, java_classes, tmp_
                                        gc_log=log))
     assert run.target_rc == 0, run.target_err
     gc_lines = [l for l in run.trace_out if l.startswith("GC(")]
-    pauses = [g for g in parse_gc_log(log.read_text()) if g[1].startswith("Pause")]
+    pauses = [g for g in parse_gc_log(log.read_text(), go_uptime_s(run.target_out)) if g[1].startswith("Pause")]
     assert len(gc_lines) == len(pauses)
     maps = scalar_maps(run.trace_out)
     assert maps["tlab_refills"][None] == hist_total(run.trace_out, "tlab_kb")
@@ -210,7 +210,7 @@ def test_gcpause_stock_sees_every_gc_of_the_log(stock_home, java_classes, tmp_pa
                                               gc_log=log))
     assert run.target_rc == 0, run.target_err
     lines = [l for l in run.trace_out if re.match(r"^\d+\s+cause#\d+\s+\d+$", l)]
-    logged = parse_gc_log(log.read_text())
+    logged = parse_gc_log(log.read_text(), go_uptime_s(run.target_out))
     assert len(logged) >= 3
     assert len(lines) == len(logged)
     assert hist_total(run.trace_out, "pause_us") == len(logged)

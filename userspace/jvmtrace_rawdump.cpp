@@ -21,6 +21,8 @@
 
 #include "jvmtrace_raw.h"
 #include "jvmtrace_raw.skel.h"
+#include "target.h"
+#include "usdt_attach.h"
 
 namespace {
 
@@ -56,30 +58,8 @@ struct Options {
   std::exit(rc);
 }
 
-// The libjvm.so PID has mapped, reached through /proc/PID/root so a JVM in
-// another mount namespace (a container) works.  Empty if none.
-std::string find_libjvm(int pid) {
-  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    auto pos = line.find('/');
-    if (pos != std::string::npos && line.size() >= 10 && line.compare(line.size() - 10, 10, "/libjvm.so") == 0)
-      return "/proc/" + std::to_string(pid) + "/root" + line.substr(pos);
-  }
-  return {};
-}
-
-int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list ap) {
-  static bool verbose = std::getenv("JVMTRACE_LIBBPF_DEBUG") != nullptr;
-  if (level == LIBBPF_DEBUG && !verbose) return 0;
-  return std::vfprintf(stderr, fmt, ap);
-}
-
 struct SkelDelete {
   void operator()(jvmtrace_raw* s) const { jvmtrace_raw__destroy(s); }
-};
-struct LinkDelete {
-  void operator()(bpf_link* l) const { bpf_link__destroy(l); }
 };
 struct RingDelete {
   void operator()(ring_buffer* r) const { ring_buffer__free(r); }
@@ -127,24 +107,24 @@ int main(int argc, char** argv) {
         o.max_events = std::strtol(optarg, &end, 10);
         if (*end || o.max_events <= 0) { std::fprintf(stderr, "jvmtrace-rawdump: bad COUNT '%s'\n", optarg); usage(2); }
         break;
-      case 'v': setenv("JVMTRACE_LIBBPF_DEBUG", "1", 1); break;
+      case 'v': o.verbose = true; break;
       case 'h': usage(0);
       default: usage(2);
     }
   }
   if (o.pid == 0) { std::fprintf(stderr, "jvmtrace-rawdump: -p PID is required\n"); usage(2); }
-  if (kill(o.pid, 0) != 0 && errno == ESRCH) {
+  if (!jvmtrace::process_alive(o.pid)) {
     std::fprintf(stderr, "jvmtrace-rawdump: no process with PID %d\n", o.pid);
     return 1;
   }
   if (o.binary.empty()) {
-    o.binary = find_libjvm(o.pid);
+    o.binary = jvmtrace::find_libjvm(o.pid);
     if (o.binary.empty()) {
       std::fprintf(stderr, "jvmtrace-rawdump: PID %d is not a JVM (no libjvm.so mapped); give -b BINARY\n", o.pid);
       return 1;
     }
   }
-  libbpf_set_print(libbpf_print);
+  jvmtrace::set_libbpf_verbose(o.verbose);
 
   std::unique_ptr<jvmtrace_raw, SkelDelete> skel(jvmtrace_raw__open_and_load());
   if (!skel) {
@@ -152,17 +132,11 @@ int main(int argc, char** argv) {
                  geteuid() ? " (run as root)" : "");
     return 1;
   }
-  std::vector<std::unique_ptr<bpf_link, LinkDelete>> links;
-  bpf_program* prog;
-  bpf_object__for_each_program(prog, skel->obj) {
-    const char* probe = bpf_program__name(prog);
-    bpf_link* l = bpf_program__attach_usdt(prog, o.pid, o.binary.c_str(), "jvmtrace", probe, nullptr);
-    if (!l) {
-      std::fprintf(stderr, "jvmtrace-rawdump: cannot attach to jvmtrace:%s in %s: %s%s\n", probe, o.binary.c_str(),
-                   std::strerror(errno), errno == ENOENT ? " (no such probe: not a patched JVM?)" : "");
-      return 1;
-    }
-    links.emplace_back(l);
+  jvmtrace::Links links;
+  std::string error;
+  if (!jvmtrace::attach_jvmtrace_usdt(skel->obj, o.pid, o.binary, &links, &error)) {
+    std::fprintf(stderr, "jvmtrace-rawdump: %s\n", error.c_str());
+    return 1;
   }
   Printer printer;
   printer.max = o.max_events;
@@ -183,7 +157,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "jvmtrace-rawdump: polling the ring buffer: %s\n", std::strerror(-n));
       return 1;
     }
-    if (n == 0 && kill(o.pid, 0) != 0 && errno == ESRCH) {
+    if (n == 0 && !jvmtrace::process_alive(o.pid)) {
       target_gone = true;
       break;
     }

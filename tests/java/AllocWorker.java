@@ -43,6 +43,15 @@ public class AllocWorker {
     public static void main(String[] args) throws Exception {
         int iterations = args.length > 0 ? Integer.parseInt(args[0]) : 2_000_000;
         String jfrOut = args.length > 1 ? args[1] : null;
+        if (jfrOut != null) {
+            // JFR's first start initialises JFR, allocating enough to cause
+            // collections that JFR itself does not record: do it before "ready",
+            // so the measured recording below sees every collection after "go".
+            Recording warm = new Recording();
+            warm.start();
+            warm.stop();
+            warm.close();
+        }
         TestSupport.awaitGo();
 
         Recording rec = null;

@@ -13,6 +13,10 @@ final class TestSupport {
         System.out.println("ready " + ProcessHandle.current().pid());
         System.out.flush();
         new BufferedReader(new InputStreamReader(System.in)).readLine();
+        // The moment measured work starts, on -Xlog's clock (JVM uptime), so
+        // a test can ignore log lines from before the tracer was attached.
+        System.out.println("go at uptime_ms " + java.lang.management.ManagementFactory.getRuntimeMXBean().getUptime());
+        System.out.flush();
     }
 
     /** The kernel thread id of the calling thread (what BPF sees as tid). */

@@ -1,0 +1,70 @@
+/* Kernel/user boundary of `jvmtrace stat`: in-kernel aggregation of the
+ * jvmtrace probes.  Shared by bpf/jvmtrace_stat.bpf.c and userspace; map
+ * keys and values only, fixed-width types. */
+#ifndef JVMTRACE_STAT_H
+#define JVMTRACE_STAT_H
+
+#ifndef __VMLINUX_H__ /* user space; BPF programs get these from vmlinux.h */
+#include <linux/types.h>
+#endif
+
+#define JT_HIST_SLOTS 40 /* log2 slots: slot k counts values in [2^k, 2^(k+1)); 0 counts 0 and 1 */
+
+/* Histograms, index of the `hists` array map. */
+enum jt_hist {
+	JT_H_TLAB_BYTES = 0,     /* new TLAB sizes */
+	JT_H_SLOW_US,            /* alloc__slow__enter -> exit, per thread, microseconds */
+	JT_H_OUTSIDE_BYTES,      /* objects allocated outside any TLAB */
+	JT_H_PAUSE_YOUNG_US,     /* gc__start -> gc__end, kind young, microseconds */
+	JT_H_PAUSE_FULL_US,      /* ... kind full */
+	JT_H_CONCURRENT_US,      /* ... kind concurrent (a cycle, not a pause) */
+	JT_H_PLAB_BYTES,         /* new PLAB sizes */
+	JT_HIST_COUNT,
+};
+
+struct jt_hist_val {
+	__u64 slots[JT_HIST_SLOTS];
+};
+
+/* Counters, index of the `counters` array map. */
+enum jt_counter {
+	JT_C_TLAB_REFILLS = 0,
+	JT_C_TLAB_BYTES,
+	JT_C_TLAB_WASTE_BYTES,
+	JT_C_SLOW_PATHS,
+	JT_C_SLOW_FAILED,
+	JT_C_SLOW_AFTER_GC,
+	JT_C_OUTSIDE_ALLOCS,
+	JT_C_OUTSIDE_BYTES,
+	JT_C_GC_STARTS,
+	JT_C_GC_ENDS,
+	JT_C_PLABS,
+	JT_C_PLAB_BYTES,
+	JT_C_PLAB_WASTE_BYTES,
+	JT_C_PROMOTED_DIRECT,
+	JT_C_PROMOTED_DIRECT_BYTES,
+	JT_C_MAP_FULL,           /* per-thread/per-class entries that did not fit: a drop */
+	JT_COUNTER_COUNT,
+};
+
+/* Per allocating thread. */
+struct jt_thread_val {
+	__u64 tlab_refills;
+	__u64 tlab_bytes;
+	__u64 outside_allocs;
+	__u64 outside_bytes;
+};
+
+/* Per class, keyed by the address of the class name's bytes (a HotSpot
+ * Symbol body: stable while the class is loaded), so no string is copied per
+ * event; userspace reads each name once from the process (length in value). */
+struct jt_class_val {
+	__u64 tlab_refills;      /* refills this class's allocation caused */
+	__u64 tlab_bytes;        /* bytes of those TLABs: a byte-weighted sample */
+	__u64 outside_allocs;
+	__u64 outside_bytes;     /* exact */
+	__u32 name_len;
+	__u32 pad;
+};
+
+#endif /* JVMTRACE_STAT_H */

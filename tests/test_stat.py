@@ -1,0 +1,120 @@
+"""`jvmtrace stat`: exact counts and histogram slots from the USDT fixture
+(several threads at once), agreement with JFR and -Xlog:gc on the real
+patched JVM, and clear errors on bad input."""
+import json
+import math
+import os
+import subprocess
+from collections import Counter
+
+import pytest
+
+from conftest import BUILD_DIR
+from helpers import LineReader, go_uptime_s, jfr_events, parse_gc_log, traced_run
+from test_jvm_probes import java_cmd, worker_tid
+
+JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
+U64 = 0xf7f6f5f4f3f2f1f0
+M64 = (1 << 64) - 1
+
+
+def stat_run(target_cmd, *extra):
+    run = traced_run(lambda pid: [str(JVMTRACE), "stat", "-p", str(pid), "--json", *extra], target_cmd,
+                     ready=lambda l: l.startswith("Attached 8 probes"), stderr_ready=True)
+    reports = [json.loads(l) for l in run.trace_out if l.startswith("{")]
+    assert reports, run.trace_err
+    return run, reports[-1]
+
+
+def slot(v):
+    return 0 if v < 2 else int(math.log2(v))
+
+
+def hist_slots(h):
+    return {slot(b["low"]) if b["low"] else 0: b["count"] for b in h["buckets"] if b["count"]}
+
+
+def test_fixture_counts_and_histograms_are_exact_under_four_threads(usdt_fixture):
+    threads, rounds = 4, 5000
+    run, r = stat_run([str(usdt_fixture), "--wait-for", "stdin", "--real-tid", "--threads", str(threads),
+                       "--rounds", str(rounds)], "-b", str(usdt_fixture))
+    assert run.target_rc == 0, run.target_err
+    c, n = r["counters"], threads * rounds
+    rng = range(rounds)
+    exp = {
+        "tlab_refills": n, "tlab_bytes": threads * sum(0x10000 + i for i in rng),
+        "tlab_waste_bytes": (n * (U64 - 1)) & M64,
+        "slow_paths": n, "slow_failed": threads * sum(i % 6 == 0 for i in rng),
+        "slow_after_gc": threads * sum(i % 6 in (3, 4) for i in rng),
+        "outside_allocs": threads * sum(i % 6 in (2, 4) for i in rng),
+        "outside_bytes": threads * sum(i for i in rng if i % 6 in (2, 4)),
+        "plabs": n, "plab_bytes": n * 0x2000, "plab_waste_bytes": n * 0x800,
+        "promoted_direct": n, "promoted_direct_bytes": threads * sum(0x4000 + i for i in rng),
+        "map_full_drops": 0,
+    }
+    for k, v in exp.items():
+        assert c[k] == v, k
+    # gc ids repeat across the fixture's threads, so starts/ends are exact but
+    # pause pairing is by id: every thread fires start then end back to back.
+    assert c["gc_starts"] == c["gc_ends"] == n
+    h = r["histograms"]
+    assert hist_slots(h["tlab_size"]) == {16: n}                      # 0x10000 + i < 2^17
+    assert hist_slots(h["plab_size"]) == {13: n}                      # 0x2000
+    assert hist_slots(h["outside_tlab_size"]) == dict(
+        Counter(slot(i) for i in rng if i % 6 in (2, 4) for _ in range(threads)))
+    assert h["slow_path_latency"]["total"] == n
+    assert sum(h[k]["total"] for k in ("gc_pause_young", "gc_pause_full", "gc_concurrent_cycle")) <= n
+    # One class (the sentinel name), four threads with a quarter each.
+    assert [(x["class"], x["tlab_refills"], x["outside_allocs"]) for x in r["classes"]] == \
+        [("Lsentinel/Klass;", n, exp["outside_allocs"])]
+    assert sorted(t["tlab_refills"] for t in r["threads"]) == [rounds] * threads
+
+
+def test_jvm_counts_equal_jfr_and_gc_log(jdks, java_classes, tmp_path):
+    jfr, log = tmp_path / "rec.jfr", tmp_path / "gc.log"
+    run, r = stat_run(java_cmd(jdks["patched"], java_classes, "G1", 64, "AllocWorker", 2_000_000, jfr,
+                               gc_log=log))
+    assert run.target_rc == 0, run.target_err
+    tid = worker_tid(run)
+    worker = next(t for t in r["threads"] if t["tid"] == tid)
+    assert worker["comm"] == "alloc-worker"
+    home = jdks["patched"]
+    jfr_refills = [e for e in jfr_events(home, jfr, "jdk.ObjectAllocationInNewTLAB")
+                   if e["values"]["eventThread"]["osThreadId"] == tid]
+    assert worker["tlab_refills"] == len(jfr_refills) > 100
+    assert worker["tlab_bytes"] == sum(e["values"]["tlabSize"] for e in jfr_refills)
+    logged = parse_gc_log(log.read_text(), go_uptime_s(run.target_out))
+    assert r["counters"]["gc_starts"] == r["counters"]["gc_ends"] == len(logged)
+    pauses = sum(1 for _, what, _ in logged if what.startswith("Pause"))
+    assert r["histograms"]["gc_pause_young"]["total"] + r["histograms"]["gc_pause_full"]["total"] == pauses
+    assert r["counters"]["plabs"] == len(jfr_events(home, jfr, "jdk.PromoteObjectInNewPLAB"))
+    top = [x["class"] for x in r["classes"][:2]]
+    assert set(top) == {"AllocWorker$Node", "[B"}, r["classes"][:4]
+
+
+def jvmtrace(*args):
+    return subprocess.run([str(JVMTRACE), *map(str, args)], capture_output=True, text=True, timeout=60)
+
+
+def test_bad_input_gets_a_clear_error(jdks, java_classes):
+    r = jvmtrace("stat", "-p", os.getpid())
+    assert r.returncode == 1 and "is not a JVM: no libjvm.so mapped" in r.stderr
+    p = subprocess.Popen(["true"]); p.wait()
+    r = jvmtrace("stat", "-p", p.pid)
+    assert r.returncode == 1 and f"no process with PID {p.pid}" in r.stderr
+    for bad in (["stat"], ["stat", "-p", "x"], ["stat", "-p", "1", "-d", "-3"], ["stat", "-p", "1", "extra"],
+                ["nosuchcommand"]):
+        r = jvmtrace(*bad)
+        assert r.returncode == 2 and "USAGE" in r.stderr, (bad, r.stderr)
+    assert jvmtrace("--help").returncode == 0 and "EXAMPLES" in jvmtrace("stat", "--help").stdout
+    # An unpatched JVM: no probes, and the message says what to use instead.
+    proc = subprocess.Popen(java_cmd(jdks["unpatched"], java_classes, "G1", 64, "SystemGc", 1),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        LineReader(proc.stdout).wait_for(lambda l: l.startswith("ready"), 60, "ready")
+        r = jvmtrace("stat", "-p", proc.pid, "-d", "1")
+        assert r.returncode == 1 and "has no jvmtrace probes" in r.stderr and "tlabstat_stock" in r.stderr
+    finally:
+        proc.stdin.write("go\n")
+        proc.stdin.close()
+        proc.wait(60)

@@ -1,0 +1,34 @@
+// jvmtrace: the command-line entry; one subcommand per file.
+#include <cstdio>
+#include <cstring>
+
+#include "stat_command.h"
+
+namespace {
+void usage(FILE* out) {
+  std::fprintf(out,
+               "USAGE: jvmtrace COMMAND [OPTIONS]\n"
+               "Observe a live HotSpot JVM's allocation and GC through the jvmtrace USDT probes.\n"
+               "COMMANDS:\n"
+               "  stat    aggregate in the kernel: histograms, counters, top threads and classes\n"
+               "Run 'jvmtrace COMMAND --help' for a command's options.\n"
+               "EXAMPLES:\n"
+               "  sudo jvmtrace stat -p 4242\n"
+               "  sudo jvmtrace stat -p 4242 -d 30 --json\n");
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  if (!std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) {
+    usage(stdout);
+    return 0;
+  }
+  if (!std::strcmp(argv[1], "stat")) return jvmtrace::stat_command(argc - 1, argv + 1);
+  std::fprintf(stderr, "jvmtrace: unknown command '%s'\n", argv[1]);
+  usage(stderr);
+  return 2;
+}

@@ -1,0 +1,401 @@
+// `jvmtrace stat`: attach to a patched JVM, aggregate in the kernel, print
+// histograms, counters and the top threads and classes.
+#include "stat_command.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "histogram.h"
+#include "jvmtrace_stat.h"
+#include "jvmtrace_stat.skel.h"
+#include "target.h"
+#include "usdt_attach.h"
+
+namespace jvmtrace {
+
+namespace {
+
+// Names parallel to the enums of bpf/jvmtrace_stat.h.
+const char* const kCounterNames[] = {
+    "tlab_refills",  "tlab_bytes",  "tlab_waste_bytes", "slow_paths",           "slow_failed",
+    "slow_after_gc", "outside_allocs", "outside_bytes", "gc_starts",            "gc_ends",
+    "plabs",         "plab_bytes",  "plab_waste_bytes", "promoted_direct",      "promoted_direct_bytes",
+    "map_full_drops"};
+static_assert(sizeof(kCounterNames) / sizeof(*kCounterNames) == JT_COUNTER_COUNT, "counter names");
+
+struct HistInfo {
+  const char* name;   // JSON key
+  const char* title;  // text heading
+  const char* unit;
+  uint64_t divisor;
+};
+const HistInfo kHists[] = {
+    {"tlab_size", "TLAB sizes", "bytes", 1},
+    {"slow_path_latency", "Allocation slow path (enter -> exit)", "usecs", 1},
+    {"outside_tlab_size", "Objects allocated outside TLABs", "bytes", 1},
+    {"gc_pause_young", "GC pauses, young", "usecs", 1},
+    {"gc_pause_full", "GC pauses, full", "usecs", 1},
+    {"gc_concurrent_cycle", "GC concurrent cycles (not pauses)", "usecs", 1},
+    {"plab_size", "PLAB sizes", "bytes", 1},
+};
+static_assert(sizeof(kHists) / sizeof(*kHists) == JT_HIST_COUNT, "histogram names");
+
+volatile sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+struct SkelDelete {
+  void operator()(jvmtrace_stat* s) const { jvmtrace_stat__destroy(s); }
+};
+
+struct Options {
+  pid_t pid = 0;
+  std::string binary;   // the ELF file with the probes; default: the JVM's libjvm.so
+  double interval = 0;  // 0: print once, at the end
+  double duration = 0;  // 0: until Ctrl-C or the target exits
+  bool json = false;
+  bool verbose = false;
+  int top = 10;
+};
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "USAGE: jvmtrace stat -p PID [-i SEC] [-d SEC] [--top N] [--json] [-v]\n"
+               "Aggregates a patched JVM's jvmtrace probes in the kernel and prints log2 histograms\n"
+               "(TLAB sizes, slow-path latency, outside-TLAB sizes, GC pauses by kind, PLAB sizes),\n"
+               "counters, and the top threads and classes by allocated bytes.\n"
+               "  -p, --pid PID        the JVM\n"
+               "  -i, --interval SEC   also print every SEC seconds (figures since attach)\n"
+               "  -d, --duration SEC   stop after SEC seconds (default: Ctrl-C or the JVM exits)\n"
+               "      --top N          threads and classes to list (default 10)\n"
+               "      --json           one JSON object per report, for machines\n"
+               "  -b, --binary PATH    the ELF file with the probes (default: PID's libjvm.so;\n"
+               "                       e.g. the USDT test fixture)\n"
+               "  -v, --verbose        libbpf debug output\n"
+               "EXAMPLES:\n"
+               "  jvmtrace stat -p 4242               # until Ctrl-C\n"
+               "  jvmtrace stat -p 4242 -d 30 --json  # 30 s, JSON\n"
+               "  jvmtrace stat -p 4242 -i 5          # a report every 5 s\n");
+}
+
+bool parse_seconds(const char* s, double* out) {
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(s, &end);
+  if (errno || end == s || *end || !(v > 0) || v > 1e7) return false;
+  *out = v;
+  return true;
+}
+
+std::string thread_comm(pid_t pid, uint32_t tid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm");
+  std::string s;
+  std::getline(f, s);
+  return s.empty() ? "?" : s;
+}
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') o += '\\', o += static_cast<char>(c);
+    else if (c < 0x20) { char b[8]; std::snprintf(b, sizeof b, "\\u%04x", c); o += b; }
+    else o += static_cast<char>(c);
+  }
+  return o;
+}
+
+struct ThreadRow { uint32_t tid; jt_thread_val v; std::string comm; };
+struct ClassRow { uint64_t key; jt_class_val v; std::string name; };
+
+class StatSession {
+ public:
+  StatSession(const Options& o, jvmtrace_stat* skel) : o_(o), skel_(skel) {}
+
+  void report(double seconds) {
+    read_maps();
+    resolve_names();
+    if (o_.json) print_json(seconds);
+    else print_text(seconds);
+    std::fflush(stdout);
+  }
+
+ private:
+  void read_maps() {
+    for (int c = 0; c < JT_COUNTER_COUNT; c++) {
+      uint32_t k = c;
+      counters_[c] = 0;
+      bpf_map__lookup_elem(skel_->maps.counters, &k, sizeof k, &counters_[c], sizeof(uint64_t), 0);
+    }
+    for (int h = 0; h < JT_HIST_COUNT; h++) {
+      uint32_t k = h;
+      std::memset(&hists_[h], 0, sizeof hists_[h]);
+      bpf_map__lookup_elem(skel_->maps.hists, &k, sizeof k, &hists_[h], sizeof hists_[h], 0);
+    }
+    threads_.clear();
+    uint32_t tk, tnext;
+    uint32_t* tprev = nullptr;
+    while (bpf_map__get_next_key(skel_->maps.threads, tprev, &tnext, sizeof tnext) == 0) {
+      ThreadRow r{tnext, {}, {}};
+      if (bpf_map__lookup_elem(skel_->maps.threads, &tnext, sizeof tnext, &r.v, sizeof r.v, 0) == 0)
+        threads_.push_back(r);
+      tk = tnext;
+      tprev = &tk;
+    }
+    classes_.clear();
+    uint64_t ck, cnext;
+    uint64_t* cprev = nullptr;
+    while (bpf_map__get_next_key(skel_->maps.classes, cprev, &cnext, sizeof cnext) == 0) {
+      ClassRow r{cnext, {}, {}};
+      if (bpf_map__lookup_elem(skel_->maps.classes, &cnext, sizeof cnext, &r.v, sizeof r.v, 0) == 0)
+        classes_.push_back(r);
+      ck = cnext;
+      cprev = &ck;
+    }
+    std::sort(threads_.begin(), threads_.end(), [](const ThreadRow& a, const ThreadRow& b) {
+      return a.v.tlab_bytes + a.v.outside_bytes > b.v.tlab_bytes + b.v.outside_bytes;
+    });
+    std::sort(classes_.begin(), classes_.end(), [](const ClassRow& a, const ClassRow& b) {
+      return a.v.tlab_bytes + a.v.outside_bytes > b.v.tlab_bytes + b.v.outside_bytes;
+    });
+  }
+
+  // Thread and class names, looked up once each while the JVM runs (a
+  // class name is read from the JVM at its key, the name's address; a
+  // thread's from /proc): after the JVM exits they cannot be had.
+ public:
+  void learn_names() {
+    read_maps();
+    resolve_names();
+  }
+
+ private:
+  void resolve_names() {
+    for (auto& t : threads_) {
+      auto it = comm_.find(t.tid);
+      if (it == comm_.end()) {
+        std::string c = thread_comm(o_.pid, t.tid);
+        if (c == "?") {  // the thread (or the JVM) is gone: ask again next time
+          t.comm = "<exited>";
+          continue;
+        }
+        it = comm_.emplace(t.tid, c).first;
+      }
+      t.comm = it->second;
+    }
+    for (auto& c : classes_) {
+      auto it = names_.find(c.key);
+      if (it == names_.end()) {
+        std::string n = read_process_memory(o_.pid, c.key, std::min<uint32_t>(c.v.name_len, 512));
+        if (n.empty()) {  // unreadable now (JVM gone): ask again next time
+          c.name = "<unreadable>";
+          continue;
+        }
+        it = names_.emplace(c.key, n).first;
+      }
+      c.name = it->second;
+    }
+  }
+
+  void print_text(double seconds) {
+    std::printf("\njvmtrace stat: PID %d, %.1f s since attach\n", o_.pid, seconds);
+    for (int c = 0; c < JT_COUNTER_COUNT; c++)
+      std::printf("  %-22s %llu\n", kCounterNames[c], (unsigned long long)counters_[c]);
+    for (int h = 0; h < JT_HIST_COUNT; h++) {
+      std::printf("\n%s:\n", kHists[h].title);
+      print_log2_hist(stdout, hists_[h].slots, JT_HIST_SLOTS, kHists[h].unit, kHists[h].divisor);
+    }
+    std::printf("\nTop threads by allocated bytes (TLAB bytes + outside-TLAB bytes):\n");
+    std::printf("  %-8s %-16s %10s %14s %10s %14s\n", "TID", "COMM", "REFILLS", "TLAB_BYTES", "OUTSIDE", "OUTSIDE_BYTES");
+    for (size_t i = 0; i < threads_.size() && i < static_cast<size_t>(o_.top); i++) {
+      const auto& t = threads_[i];
+      std::printf("  %-8u %-16s %10llu %14llu %10llu %14llu\n", t.tid, t.comm.c_str(),
+                  (unsigned long long)t.v.tlab_refills, (unsigned long long)t.v.tlab_bytes,
+                  (unsigned long long)t.v.outside_allocs, (unsigned long long)t.v.outside_bytes);
+    }
+    std::printf("\nTop classes by allocated bytes (TLAB bytes: a sample weighted by bytes; outside: exact):\n");
+    std::printf("  %-40s %10s %14s %10s %14s\n", "CLASS", "REFILLS", "TLAB_BYTES", "OUTSIDE", "OUTSIDE_BYTES");
+    for (size_t i = 0; i < classes_.size() && i < static_cast<size_t>(o_.top); i++) {
+      const auto& c = classes_[i];
+      std::printf("  %-40s %10llu %14llu %10llu %14llu\n", c.name.c_str(), (unsigned long long)c.v.tlab_refills,
+                  (unsigned long long)c.v.tlab_bytes, (unsigned long long)c.v.outside_allocs,
+                  (unsigned long long)c.v.outside_bytes);
+    }
+  }
+
+  void print_json(double seconds) {
+    std::string s = "{\"pid\": " + std::to_string(o_.pid) + ", \"seconds\": " + std::to_string(seconds) +
+                    ", \"counters\": {";
+    for (int c = 0; c < JT_COUNTER_COUNT; c++)
+      s += std::string(c ? ", " : "") + "\"" + kCounterNames[c] + "\": " + std::to_string(counters_[c]);
+    s += "}, \"histograms\": {";
+    for (int h = 0; h < JT_HIST_COUNT; h++)
+      s += std::string(h ? ", " : "") + "\"" + kHists[h].name + "\": " +
+           log2_hist_json(hists_[h].slots, JT_HIST_SLOTS, kHists[h].unit, kHists[h].divisor);
+    s += "}, \"threads\": [";
+    for (size_t i = 0; i < threads_.size(); i++) {
+      const auto& t = threads_[i];
+      s += std::string(i ? ", " : "") + "{\"tid\": " + std::to_string(t.tid) + ", \"comm\": \"" +
+           json_escape(t.comm) + "\", \"tlab_refills\": " + std::to_string(t.v.tlab_refills) +
+           ", \"tlab_bytes\": " + std::to_string(t.v.tlab_bytes) + ", \"outside_allocs\": " +
+           std::to_string(t.v.outside_allocs) + ", \"outside_bytes\": " + std::to_string(t.v.outside_bytes) + "}";
+    }
+    s += "], \"classes\": [";
+    for (size_t i = 0; i < classes_.size(); i++) {
+      const auto& c = classes_[i];
+      s += std::string(i ? ", " : "") + "{\"class\": \"" + json_escape(c.name) +
+           "\", \"tlab_refills\": " + std::to_string(c.v.tlab_refills) + ", \"tlab_bytes\": " +
+           std::to_string(c.v.tlab_bytes) + ", \"outside_allocs\": " + std::to_string(c.v.outside_allocs) +
+           ", \"outside_bytes\": " + std::to_string(c.v.outside_bytes) + "}";
+    }
+    s += "]}";
+    std::printf("%s\n", s.c_str());
+  }
+
+  const Options& o_;
+  jvmtrace_stat* skel_;
+  uint64_t counters_[JT_COUNTER_COUNT] = {};
+  jt_hist_val hists_[JT_HIST_COUNT] = {};
+  std::vector<ThreadRow> threads_;
+  std::vector<ClassRow> classes_;
+  std::unordered_map<uint32_t, std::string> comm_;
+  std::unordered_map<uint64_t, std::string> names_;
+};
+
+}  // namespace
+
+int stat_command(int argc, char** argv) {
+  Options o;
+  static const option longopts[] = {
+      {"pid", required_argument, nullptr, 'p'},      {"interval", required_argument, nullptr, 'i'},
+      {"duration", required_argument, nullptr, 'd'}, {"json", no_argument, nullptr, 'j'},
+      {"top", required_argument, nullptr, 't'},      {"verbose", no_argument, nullptr, 'v'},
+      {"binary", required_argument, nullptr, 'b'},   {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0}};
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "p:i:d:b:vh", longopts, nullptr)) != -1) {
+    char* end = nullptr;
+    switch (c) {
+      case 'p': {
+        long v = std::strtol(optarg, &end, 10);
+        if (*end || v <= 0 || v > 4194304) {
+          std::fprintf(stderr, "jvmtrace stat: PID must be a number from 1 to 4194304, not '%s'\n", optarg);
+          usage(stderr);
+          return 2;
+        }
+        o.pid = static_cast<pid_t>(v);
+        break;
+      }
+      case 'i':
+      case 'd':
+        if (!parse_seconds(optarg, c == 'i' ? &o.interval : &o.duration)) {
+          std::fprintf(stderr, "jvmtrace stat: -%c takes a positive number of seconds, not '%s'\n", c, optarg);
+          usage(stderr);
+          return 2;
+        }
+        break;
+      case 't': {
+        long v = std::strtol(optarg, &end, 10);
+        if (*end || v <= 0 || v > 100000) {
+          std::fprintf(stderr, "jvmtrace stat: --top takes a positive number, not '%s'\n", optarg);
+          return 2;
+        }
+        o.top = static_cast<int>(v);
+        break;
+      }
+      case 'j': o.json = true; break;
+      case 'b': o.binary = optarg; break;
+      case 'v': o.verbose = true; break;
+      case 'h': usage(stdout); return 0;
+      default: usage(stderr); return 2;
+    }
+  }
+  if (optind < argc) {
+    std::fprintf(stderr, "jvmtrace stat: unexpected argument '%s'\n", argv[optind]);
+    usage(stderr);
+    return 2;
+  }
+  if (!o.pid) {
+    std::fprintf(stderr, "jvmtrace stat: -p PID is required\n");
+    usage(stderr);
+    return 2;
+  }
+  if (!process_alive(o.pid)) {
+    std::fprintf(stderr, "jvmtrace stat: no process with PID %d\n", o.pid);
+    return 1;
+  }
+  const std::string libjvm = o.binary.empty() ? find_libjvm(o.pid) : o.binary;
+  if (libjvm.empty()) {
+    std::fprintf(stderr, "jvmtrace stat: PID %d is not a JVM: no libjvm.so mapped%s\n", o.pid,
+                 geteuid() ? " (or /proc/PID/maps is not readable: run as root)" : "");
+    return 1;
+  }
+  if (!has_usdt_provider(libjvm, "jvmtrace")) {
+    std::fprintf(stderr,
+                 "jvmtrace stat: %s in PID %d has no jvmtrace probes (an unpatched HotSpot).\n"
+                 "  The loader's stock mode is not built yet; for a stock JVM use the bpftrace tools:\n"
+                 "  scripts/jvmtrace-bt tlabstat_stock %d  (and gcpause_stock, allocslow_stock, ...)\n",
+                 libjvm.c_str(), o.pid, o.pid);
+    return 1;
+  }
+  set_libbpf_verbose(o.verbose);
+  std::unique_ptr<jvmtrace_stat, SkelDelete> skel(jvmtrace_stat__open_and_load());
+  if (!skel) {
+    std::fprintf(stderr, "jvmtrace stat: loading the BPF programs failed: %s%s\n", std::strerror(errno),
+                 geteuid() ? " (run as root, or with CAP_BPF and CAP_PERFMON)" : "");
+    return 1;
+  }
+  Links links;
+  std::string error;
+  if (!attach_jvmtrace_usdt(skel->obj, o.pid, libjvm, &links, &error)) {
+    std::fprintf(stderr, "jvmtrace stat: %s\n", error.c_str());
+    return 1;
+  }
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  std::fprintf(stderr, "Attached %zu probes to PID %d (%s). Hit Ctrl-C to end.\n", links.size(), o.pid,
+               libjvm.c_str());
+
+  StatSession session(o, skel.get());
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  auto next = start + std::chrono::duration<double>(o.interval);
+  auto next_names = start;
+  bool target_gone = false;
+  while (!g_stop) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const auto now = clock::now();
+    const double elapsed = std::chrono::duration<double>(now - start).count();
+    if (o.duration > 0 && elapsed >= o.duration) break;
+    if (!process_alive(o.pid)) {
+      target_gone = true;
+      break;
+    }
+    if (now >= next_names) {
+      session.learn_names();
+      next_names = now + std::chrono::milliseconds(250);
+    }
+    if (o.interval > 0 && now >= next) {
+      session.report(elapsed);
+      next += std::chrono::duration<double>(o.interval);
+    }
+  }
+  session.report(std::chrono::duration<double>(clock::now() - start).count());
+  if (target_gone && !o.json) std::fprintf(stderr, "jvmtrace stat: PID %d exited\n", o.pid);
+  return 0;
+}
+
+}  // namespace jvmtrace

@@ -1,0 +1,77 @@
+#include "target.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <signal.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+namespace jvmtrace {
+
+std::string find_libjvm(pid_t pid) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  static const std::string kLib = "/libjvm.so";
+  while (std::getline(maps, line)) {
+    auto slash = line.find('/');
+    if (slash == std::string::npos || line.size() < kLib.size()) continue;
+    if (line.compare(line.size() - kLib.size(), kLib.size(), kLib) == 0)
+      return "/proc/" + std::to_string(pid) + "/root" + line.substr(slash);
+  }
+  return {};
+}
+
+bool process_alive(pid_t pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string s((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  auto close = s.rfind(')');
+  return close != std::string::npos && close + 2 < s.size() && s[close + 2] != 'Z';
+}
+
+std::string read_process_memory(pid_t pid, uint64_t addr, size_t len) {
+  std::string buf(len, '\0');
+  iovec local{buf.data(), len};
+  iovec remote{reinterpret_cast<void*>(addr), len};
+  ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+  if (n <= 0) return {};
+  buf.resize(static_cast<size_t>(n));
+  return buf;
+}
+
+bool has_usdt_provider(const std::string& elf_path, const std::string& provider) {
+  if (elf_version(EV_CURRENT) == EV_NONE) return false;
+  int fd = open(elf_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
+  bool found = false;
+  size_t shstrndx = 0;
+  if (elf && elf_getshdrstrndx(elf, &shstrndx) == 0) {
+    for (Elf_Scn* scn = nullptr; !found && (scn = elf_nextscn(elf, scn));) {
+      GElf_Shdr sh;
+      if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE) continue;
+      const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
+      if (!name || std::strcmp(name, ".note.stapsdt") != 0) continue;
+      Elf_Data* data = elf_getdata(scn, nullptr);
+      GElf_Nhdr nh;
+      size_t off = 0, name_off, desc_off;
+      while (data && !found && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+        // desc: pc, base, semaphore (3 addresses of 8 bytes), then "provider\0name\0args\0"
+        if (nh.n_type != 3 || nh.n_descsz <= 24) continue;
+        const char* desc = static_cast<const char*>(data->d_buf) + desc_off;
+        found = strnlen(desc + 24, nh.n_descsz - 24) == provider.size() &&
+                provider.compare(0, provider.size(), desc + 24, provider.size()) == 0;
+      }
+    }
+  }
+  if (elf) elf_end(elf);
+  close(fd);
+  return found;
+}
+
+}  // namespace jvmtrace

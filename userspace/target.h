@@ -1,0 +1,25 @@
+// The traced process: where its libjvm.so is, whether it still runs, and
+// reading its memory.
+#pragma once
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+namespace jvmtrace {
+
+// The libjvm.so that PID has mapped, as a path reachable from here: through
+// /proc/PID/root, so a JVM in another mount namespace (a container) works.
+// Empty if PID maps none (not a JVM) or its maps cannot be read.
+std::string find_libjvm(pid_t pid);
+
+// True while PID exists (a zombie counts as gone).
+bool process_alive(pid_t pid);
+
+// Up to len bytes at addr in PID's memory; empty on failure.
+std::string read_process_memory(pid_t pid, uint64_t addr, size_t len);
+
+// True if the ELF file declares USDT probes of this provider (.note.stapsdt).
+bool has_usdt_provider(const std::string& elf_path, const std::string& provider);
+
+}  // namespace jvmtrace

@@ -1,0 +1,40 @@
+#include "usdt_attach.h"
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+
+namespace jvmtrace {
+
+namespace {
+bool g_verbose = false;
+int print_libbpf(enum libbpf_print_level level, const char* fmt, va_list ap) {
+  if (level == LIBBPF_DEBUG && !g_verbose) return 0;
+  return std::vfprintf(stderr, fmt, ap);
+}
+}  // namespace
+
+void set_libbpf_verbose(bool verbose) {
+  g_verbose = verbose;
+  libbpf_set_print(print_libbpf);
+}
+
+bool attach_jvmtrace_usdt(bpf_object* obj, pid_t pid, const std::string& binary, Links* links,
+                          std::string* error) {
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, obj) {
+    const char* probe = bpf_program__name(prog);
+    bpf_link* l = bpf_program__attach_usdt(prog, pid, binary.c_str(), "jvmtrace", probe, nullptr);
+    if (!l) {
+      int err = errno;
+      *error = std::string("cannot attach to jvmtrace:") + probe + " in " + binary + ": " + std::strerror(err);
+      if (err == ENOENT) *error += " (no such probe: not a patched JVM?)";
+      return false;
+    }
+    links->emplace_back(l);
+  }
+  return true;
+}
+
+}  // namespace jvmtrace
