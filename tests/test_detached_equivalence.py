@@ -14,7 +14,7 @@ def stable_output(cmd):
     r = subprocess.run(cmd, input="go\n", capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     lines = [l for l in r.stdout.splitlines()
-             if not l.startswith(("ready ", "worker tid "))]
+             if not l.startswith(("ready ", "worker tid ", "go at uptime_ms "))]
     assert lines, f"{cmd[-1]} printed nothing"
     return lines, r.stderr
 
@@ -74,7 +74,13 @@ def test_attach_detach_leaves_nothing_behind(jdks, patched_libjvm, java_classes)
 
         bt.send_signal(subprocess.signal.SIGINT)
         bt.wait(30)
-        assert read_probe_state(proc.pid, patched_libjvm, notes) == clean
+        # The kernel may finish unregistering a uprobe a moment after the
+        # tracer exits: allow it a bounded time, then nothing may be left.
+        import time
+        deadline = time.monotonic() + 5
+        while (after := read_probe_state(proc.pid, patched_libjvm, notes)) != clean and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert after == clean, {k: v for k, v in after.items() if v != clean[k]}
     finally:
         if bt is not None and bt.poll() is None:
             bt.kill()
