@@ -6,8 +6,9 @@
 #
 # Steps: apt packages; the patched/unpatched JDK (built once, cached under
 # /var/cache/jvmtrace, ~25 min cold); the project (cmake); the Java test
-# programs; then AllocWorker runs under the patched JVM while
-# scripts/jvmtrace-bt attaches the jvmmem bpftrace tool to it by PID.
+# programs; then AllocWorker runs under the patched JVM while two tracers
+# attach to it by PID: `jvmtrace stat` (libbpf, in-kernel histograms) and the
+# jvmmem bpftrace tool (scripts/jvmtrace-bt).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -35,7 +36,7 @@ mkdir -p "$classes"
 "$java_home/bin/javac" -d "$classes" "$repo"/tests/java/*.java
 
 tmp=$(mktemp -d)
-trap 'kill "${jpid:-}" "${btpid:-}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+trap 'kill "${jpid:-}" "${btpid:-}" "${statpid:-}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 mkfifo "$tmp/go"
 "$java_home/bin/java" "-XX:+Use${gc}GC" -Xms128m -Xmx128m -Xlog:gc:file="$tmp/gc.log" \
   -cp "$classes" AllocWorker "$iterations" < "$tmp/go" > "$tmp/java.out" &
@@ -45,9 +46,12 @@ until grep -q '^ready' "$tmp/java.out"; do sleep 0.1; kill -0 $jpid || exit 1; d
 say "AllocWorker is PID $jpid ($gc GC); attaching: scripts/jvmtrace-bt jvmmem $jpid"
 "$here/jvmtrace-bt" jvmmem "$jpid" > "$tmp/bt.out" 2> "$tmp/bt.err" &
 btpid=$!
-until grep -q 'Hit Ctrl-C' "$tmp/bt.out"; do
+"$repo/build/userspace/jvmtrace" stat -p "$jpid" > "$tmp/stat.out" 2> "$tmp/stat.err" &
+statpid=$!
+until grep -q 'Hit Ctrl-C' "$tmp/bt.out" && grep -q 'Hit Ctrl-C' "$tmp/stat.err"; do
   sleep 0.1
   kill -0 $btpid 2>/dev/null || { cat "$tmp/bt.err" >&2; exit 1; }
+  kill -0 $statpid 2>/dev/null || { cat "$tmp/stat.err" >&2; exit 1; }
 done
 say "attached; letting the program run"
 echo go >&3
@@ -56,6 +60,9 @@ wait $jpid
 sleep 0.5
 kill -INT $btpid
 wait $btpid || true
+wait $statpid   # ends by itself when the JVM exits
+echo "=== jvmtrace stat -p $jpid ==="
+cat "$tmp/stat.out"
 echo "=== jvmtrace-bt jvmmem $jpid ==="
 cat "$tmp/bt.out"
 echo "=== the program said ==="
