@@ -6,7 +6,7 @@ import java.util.concurrent.CountDownLatch;
  * (young GCs copy through PLABs), after WARMUP iterations that are not timed.
  * Prints "elapsed_ms N" for the timed phase and a checksum.
  *
- * args: THREADS (2) ITERATIONS (20_000_000) WARMUP (5_000_000)
+ * args: THREADS (2) ITERATIONS (20_000_000) WARMUP (5_000_000) [wait]
  */
 public class AllocBench {
     static final class Node {
@@ -34,6 +34,9 @@ public class AllocBench {
         int threads = args.length > 0 ? Integer.parseInt(args[0]) : 2;
         int iterations = args.length > 1 ? Integer.parseInt(args[1]) : 20_000_000;
         int warmup = args.length > 2 ? Integer.parseInt(args[2]) : 5_000_000;
+        if (args.length > 3 && args[3].equals("wait")) {
+            TestSupport.awaitGo();   // "ready PID", then wait for a tracer (bench/overhead.py)
+        }
         long[] sums = new long[threads];
         for (int phase = 0; phase < 2; phase++) {
             int n = phase == 0 ? warmup : iterations;
