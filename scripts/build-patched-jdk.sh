@@ -88,7 +88,9 @@ flock 9 || die "cannot lock $cache/.build.lock"
 src_dir=$cache/src/openjdk-17-${SRC_VERSION%%-*}
 fetch_source() {
   [ -f "$src_dir/.fetched" ] && return
-  if ! apt-cache showsrc "$SRC_PKG" 2>/dev/null | grep -qx "Version: $SRC_VERSION"; then
+  # (grep without -q: under pipefail an early-exiting grep kills apt-cache
+  # with SIGPIPE and the pipeline reads as "not found")
+  if ! apt-cache showsrc "$SRC_PKG" 2>/dev/null | grep -x "Version: $SRC_VERSION" >/dev/null; then
     log "adding a deb-src entry for Debian bookworm"
     cat > /etc/apt/sources.list.d/jvmtrace-deb-src.sources <<EOF
 Types: deb-src
