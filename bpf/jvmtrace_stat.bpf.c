@@ -43,6 +43,11 @@ struct {
 	__type(value, struct jt_class_val);
 } classes SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 << 10);
+} new_keys SEC(".maps");
+
 /* A thread inside the allocation slow path: a thread is in at most one. */
 struct slow_start {
 	__u64 ts;
@@ -92,22 +97,36 @@ static __always_inline long arg(struct pt_regs *ctx, int i)
 	return v;
 }
 
+/* Tell user space about a key it has not seen, so it can name it now. */
+static __always_inline void announce(__u64 key, __u32 kind, __u32 name_len)
+{
+	struct jt_new_key k = { .key = key, .kind = kind, .name_len = name_len };
+	if (bpf_ringbuf_output(&new_keys, &k, sizeof(k), 0))
+		count(JT_C_NAMES_LOST, 1);
+}
+
 static __always_inline struct jt_thread_val *thread_val(void)
 {
 	static const struct jt_thread_val zero;
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct jt_thread_val *t = map_lookup_or_try_init(&threads, &tid, &zero);
+	bool created;
+	struct jt_thread_val *t = map_lookup_or_try_init(&threads, &tid, &zero, &created);
 	if (!t)
 		count(JT_C_MAP_FULL, 1);
+	else if (created)
+		announce(tid, JT_KEY_THREAD, 0);
 	return t;
 }
 
 static __always_inline struct jt_class_val *class_val(__u64 key, __u32 name_len)
 {
 	struct jt_class_val init = { .name_len = name_len };
-	struct jt_class_val *c = map_lookup_or_try_init(&classes, &key, &init);
+	bool created;
+	struct jt_class_val *c = map_lookup_or_try_init(&classes, &key, &init, &created);
 	if (!c)
 		count(JT_C_MAP_FULL, 1);
+	else if (created)
+		announce(key, JT_KEY_CLASS, name_len);
 	return c;
 }
 

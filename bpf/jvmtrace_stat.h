@@ -44,6 +44,7 @@ enum jt_counter {
 	JT_C_PROMOTED_DIRECT,
 	JT_C_PROMOTED_DIRECT_BYTES,
 	JT_C_MAP_FULL,           /* per-thread/per-class entries that did not fit: a drop */
+	JT_C_NAMES_LOST,         /* new-key notices the ring buffer had no room for */
 	JT_COUNTER_COUNT,
 };
 
@@ -65,6 +66,16 @@ struct jt_class_val {
 	__u64 outside_bytes;     /* exact */
 	__u32 name_len;
 	__u32 pad;
+};
+
+/* A per-thread or per-class entry was just created: sent through the
+ * `new_keys` ring buffer so user space names it at once (a thread's name from
+ * /proc, a class name from the JVM's memory) while both surely still exist. */
+enum jt_key_kind { JT_KEY_THREAD = 0, JT_KEY_CLASS = 1 };
+struct jt_new_key {
+	__u64 key;               /* tid, or the class name's address */
+	__u32 kind;              /* enum jt_key_kind */
+	__u32 name_len;          /* classes: the name's length */
 };
 
 #endif /* JVMTRACE_STAT_H */

@@ -261,7 +261,6 @@ def test_plabstat_stock_counts_plab_requests(stock_home, java_classes, tmp_path)
     direct = len(jfr_events(stock_home, jfr, "jdk.PromoteObjectOutsidePLAB"))
     assert new_plabs > 20
     assert maps["requests_total"][None] >= new_plabs + direct
-    assert maps["requests_by_dest"]["survivor"] > 0
     assert sum(maps["requests_by_worker"].values()) == maps["requests_total"][None]
 
 

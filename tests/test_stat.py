@@ -50,7 +50,7 @@ def test_fixture_counts_and_histograms_are_exact_under_four_threads(usdt_fixture
         "outside_bytes": threads * sum(i for i in rng if i % 6 in (2, 4)),
         "plabs": n, "plab_bytes": n * 0x2000, "plab_waste_bytes": n * 0x800,
         "promoted_direct": n, "promoted_direct_bytes": threads * sum(0x4000 + i for i in rng),
-        "map_full_drops": 0,
+        "map_full_drops": 0, "names_lost": 0,
     }
     for k, v in exp.items():
         assert c[k] == v, k
@@ -68,6 +68,8 @@ def test_fixture_counts_and_histograms_are_exact_under_four_threads(usdt_fixture
     assert [(x["class"], x["tlab_refills"], x["outside_allocs"]) for x in r["classes"]] == \
         [("Lsentinel/Klass;", n, exp["outside_allocs"])]
     assert sorted(t["tlab_refills"] for t in r["threads"]) == [rounds] * threads
+    # Named through the new-key notices, while the threads ran (they are gone now).
+    assert {t["comm"] for t in r["threads"]} == {"usdt_fixture"}
 
 
 def test_jvm_counts_equal_jfr_and_gc_log(jdks, java_classes, tmp_path):

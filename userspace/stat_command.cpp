@@ -15,7 +15,6 @@
 #include <fstream>
 #include <memory>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -34,7 +33,7 @@ const char* const kCounterNames[] = {
     "tlab_refills",  "tlab_bytes",  "tlab_waste_bytes", "slow_paths",           "slow_failed",
     "slow_after_gc", "outside_allocs", "outside_bytes", "gc_starts",            "gc_ends",
     "plabs",         "plab_bytes",  "plab_waste_bytes", "promoted_direct",      "promoted_direct_bytes",
-    "map_full_drops"};
+    "map_full_drops", "names_lost"};
 static_assert(sizeof(kCounterNames) / sizeof(*kCounterNames) == JT_COUNTER_COUNT, "counter names");
 
 struct HistInfo {
@@ -59,6 +58,9 @@ void on_signal(int) { g_stop = 1; }
 
 struct SkelDelete {
   void operator()(jvmtrace_stat* s) const { jvmtrace_stat__destroy(s); }
+};
+struct RingDelete {
+  void operator()(ring_buffer* r) const { ring_buffer__free(r); }
 };
 
 struct Options {
@@ -172,16 +174,28 @@ class StatSession {
     });
   }
 
-  // Thread and class names, looked up once each while the JVM runs (a
-  // class name is read from the JVM at its key, the name's address; a
-  // thread's from /proc): after the JVM exits they cannot be had.
+  // Names are learnt when the kernel reports a new key (new_keys ring
+  // buffer): the thread or class has just been used, so the thread and the
+  // JVM exist and the name can be read (a class name from the JVM's memory at
+  // the key, the name's address; a thread's from /proc).
  public:
-  void learn_names() {
-    read_maps();
-    resolve_names();
+  static int on_new_key(void* ctx, void* data, size_t size) {
+    auto* self = static_cast<StatSession*>(ctx);
+    if (size < sizeof(jt_new_key)) return 0;
+    const auto* k = static_cast<const jt_new_key*>(data);
+    if (k->kind == JT_KEY_THREAD) {
+      std::string c = thread_comm(self->o_.pid, static_cast<uint32_t>(k->key));
+      if (c != "?") self->comm_.emplace(static_cast<uint32_t>(k->key), c);
+    } else {
+      std::string n = read_process_memory(self->o_.pid, k->key, std::min<uint32_t>(k->name_len, 512));
+      if (!n.empty()) self->names_.emplace(k->key, n);
+    }
+    return 0;
   }
 
  private:
+  // Names for the rows; a key not learnt yet (its notice lost or the read
+  // failed) gets one more try now.
   void resolve_names() {
     for (auto& t : threads_) {
       auto it = comm_.find(t.tid);
@@ -370,13 +384,22 @@ int stat_command(int argc, char** argv) {
                libjvm.c_str());
 
   StatSession session(o, skel.get());
+  std::unique_ptr<ring_buffer, RingDelete> names(
+      ring_buffer__new(bpf_map__fd(skel->maps.new_keys), &StatSession::on_new_key, &session, nullptr));
+  if (!names) {
+    std::fprintf(stderr, "jvmtrace stat: ring buffer: %s\n", std::strerror(errno));
+    return 1;
+  }
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   auto next = start + std::chrono::duration<double>(o.interval);
-  auto next_names = start;
   bool target_gone = false;
   while (!g_stop) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    int polled = ring_buffer__poll(names.get(), 50);  // also the loop's 50 ms tick
+    if (polled < 0 && polled != -EINTR) {
+      std::fprintf(stderr, "jvmtrace stat: reading new-key notices: %s\n", std::strerror(-polled));
+      break;
+    }
     const auto now = clock::now();
     const double elapsed = std::chrono::duration<double>(now - start).count();
     if (o.duration > 0 && elapsed >= o.duration) break;
@@ -384,15 +407,12 @@ int stat_command(int argc, char** argv) {
       target_gone = true;
       break;
     }
-    if (now >= next_names) {
-      session.learn_names();
-      next_names = now + std::chrono::milliseconds(250);
-    }
     if (o.interval > 0 && now >= next) {
       session.report(elapsed);
       next += std::chrono::duration<double>(o.interval);
     }
   }
+  ring_buffer__consume(names.get());  // notices that arrived before the stop
   session.report(std::chrono::duration<double>(clock::now() - start).count());
   if (target_gone && !o.json) std::fprintf(stderr, "jvmtrace stat: PID %d exited\n", o.pid);
   return 0;

@@ -78,6 +78,10 @@ public class AllocWorker {
         t.start();
         t.join();
         if (rec != null) {
+            // Leave eden empty while JFR still records: stopping and dumping a
+            // recording allocates, and a collection it caused would come after
+            // JFR stopped, seen by a tracer but not by JFR.
+            System.gc();
             rec.stop();
             rec.dump(Path.of(jfrOut));
             rec.close();
