@@ -61,9 +61,6 @@ struct Options {
 struct SkelDelete {
   void operator()(jvmtrace_raw* s) const { jvmtrace_raw__destroy(s); }
 };
-struct RingDelete {
-  void operator()(ring_buffer* r) const { ring_buffer__free(r); }
-};
 
 struct Printer {
   long seen = 0;
@@ -140,7 +137,7 @@ int main(int argc, char** argv) {
   }
   Printer printer;
   printer.max = o.max_events;
-  std::unique_ptr<ring_buffer, RingDelete> rb(
+  jvmtrace::RingBuffer rb(
       ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, &printer, nullptr));
   if (!rb) {
     std::fprintf(stderr, "jvmtrace-rawdump: ring buffer: %s\n", std::strerror(errno));

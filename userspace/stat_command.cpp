@@ -59,9 +59,6 @@ void on_signal(int) { g_stop = 1; }
 struct SkelDelete {
   void operator()(jvmtrace_stat* s) const { jvmtrace_stat__destroy(s); }
 };
-struct RingDelete {
-  void operator()(ring_buffer* r) const { ring_buffer__free(r); }
-};
 
 struct Options {
   pid_t pid = 0;
@@ -147,25 +144,11 @@ class StatSession {
       bpf_map__lookup_elem(skel_->maps.hists, &k, sizeof k, &hists_[h], sizeof hists_[h], 0);
     }
     threads_.clear();
-    uint32_t tk, tnext;
-    uint32_t* tprev = nullptr;
-    while (bpf_map__get_next_key(skel_->maps.threads, tprev, &tnext, sizeof tnext) == 0) {
-      ThreadRow r{tnext, {}, {}};
-      if (bpf_map__lookup_elem(skel_->maps.threads, &tnext, sizeof tnext, &r.v, sizeof r.v, 0) == 0)
-        threads_.push_back(r);
-      tk = tnext;
-      tprev = &tk;
-    }
+    for (const auto& [tid, v] : read_hash_map<uint32_t, jt_thread_val>(skel_->maps.threads))
+      threads_.push_back({tid, v, {}});
     classes_.clear();
-    uint64_t ck, cnext;
-    uint64_t* cprev = nullptr;
-    while (bpf_map__get_next_key(skel_->maps.classes, cprev, &cnext, sizeof cnext) == 0) {
-      ClassRow r{cnext, {}, {}};
-      if (bpf_map__lookup_elem(skel_->maps.classes, &cnext, sizeof cnext, &r.v, sizeof r.v, 0) == 0)
-        classes_.push_back(r);
-      ck = cnext;
-      cprev = &ck;
-    }
+    for (const auto& [key, v] : read_hash_map<uint64_t, jt_class_val>(skel_->maps.classes))
+      classes_.push_back({key, v, {}});
     std::sort(threads_.begin(), threads_.end(), [](const ThreadRow& a, const ThreadRow& b) {
       return a.v.tlab_bytes + a.v.outside_bytes > b.v.tlab_bytes + b.v.outside_bytes;
     });
@@ -384,7 +367,7 @@ int stat_command(int argc, char** argv) {
                libjvm.c_str());
 
   StatSession session(o, skel.get());
-  std::unique_ptr<ring_buffer, RingDelete> names(
+  RingBuffer names(
       ring_buffer__new(bpf_map__fd(skel->maps.new_keys), &StatSession::on_new_key, &session, nullptr));
   if (!names) {
     std::fprintf(stderr, "jvmtrace stat: ring buffer: %s\n", std::strerror(errno));

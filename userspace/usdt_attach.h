@@ -15,6 +15,28 @@ struct LinkDelete {
 };
 using Links = std::vector<std::unique_ptr<bpf_link, LinkDelete>>;
 
+struct RingDelete {
+  void operator()(ring_buffer* r) const { ring_buffer__free(r); }
+};
+using RingBuffer = std::unique_ptr<ring_buffer, RingDelete>;
+
+// Every (key, value) of a BPF hash map, read from user space.  The map may
+// change meanwhile (a walk is not a snapshot): entries may be missed or seen
+// with newer values, never torn.
+template <typename K, typename V>
+std::vector<std::pair<K, V>> read_hash_map(const bpf_map* map) {
+  std::vector<std::pair<K, V>> out;
+  K key, next;
+  const K* prev = nullptr;
+  while (bpf_map__get_next_key(map, prev, &next, sizeof next) == 0) {
+    V v;
+    if (bpf_map__lookup_elem(map, &next, sizeof next, &v, sizeof v, 0) == 0) out.emplace_back(next, v);
+    key = next;
+    prev = &key;
+  }
+  return out;
+}
+
 // Attaches every program of obj to the probe jvmtrace:<program name> in
 // binary for pid (libbpf resolves the note, the semaphore and the address).
 // On failure returns false with a reason naming the probe; links made so far
