@@ -276,8 +276,13 @@ def test_wrapper_reaches_a_jvm_in_another_mount_namespace(jdks, java_classes, tm
     subprocess.run(["cp", "-r", str(java_classes), str(cls)], check=True)
     script = (f"mount --make-rprivate / && mount --bind {jdks['patched']} {inner} && "
               f"exec {inner}/bin/java -XX:+UseG1GC -Xms64m -Xmx64m -cp {cls} SystemGc 3")
-    run = tool_run("gcpause", ["unshare", "--mount", "sh", "-c", script])
+    try:
+        run = tool_run("gcpause", ["unshare", "--mount", "sh", "-c", script])
+    finally:
+        leaked = (inner / "bin").exists()
+        if not leaked:
+            inner.rmdir()
     assert run.target_rc == 0, run.target_err
-    assert not (inner / "bin").exists(), "the bind mount leaked into the host namespace"
+    assert not leaked, "the bind mount leaked into the host namespace"
     lines = [l for l in run.trace_out if re.match(r"^\d+ ", l)]
     assert len([l for l in lines if "System.gc()" in l]) == 3, run.trace_out
