@@ -6,6 +6,7 @@ Configurations (pick with --configs, comma-separated):
   unpatched   our build of the same HotSpot source without the patch: the baseline
   patched     the patched HotSpot, nothing attached (target: <= 1.005x unpatched)
   stat        patched + `jvmtrace stat` attached (libbpf, in-kernel aggregation)
+  stat-noslow patched + `jvmtrace stat --no-slow-path` (refill, GC and PLAB probes only)
   jvmmem      patched + the jvmmem bpftrace tool attached (every probe, bpftrace)
 
 Every round runs each configuration once, in a random order; the program times
@@ -32,6 +33,8 @@ from helpers import LineReader  # noqa: E402
 # name: (command for a PID, the stream its "attached" banner appears on)
 TRACERS = {
     "stat": (lambda pid: [str(REPO / "build/userspace/jvmtrace"), "stat", "-p", str(pid)], "stderr"),
+    "stat-noslow": (lambda pid: [str(REPO / "build/userspace/jvmtrace"), "stat", "--no-slow-path", "-p", str(pid)],
+                    "stderr"),
     "jvmmem": (lambda pid: [str(REPO / "scripts/jvmtrace-bt"), "jvmmem", str(pid)], "stdout"),
 }
 

@@ -120,3 +120,20 @@ def test_bad_input_gets_a_clear_error(jdks, java_classes):
         proc.stdin.write("go\n")
         proc.stdin.close()
         proc.wait(60)
+
+
+def test_no_slow_path_attaches_only_the_other_probes(usdt_fixture):
+    """--no-slow-path: six probes attached; slow-path figures stay empty while
+    everything else is counted exactly as before."""
+    rounds = 3000
+    run = traced_run(lambda pid: [str(JVMTRACE), "stat", "-p", str(pid), "--json", "--no-slow-path",
+                                  "-b", str(usdt_fixture)],
+                     [str(usdt_fixture), "--wait-for", "stdin", "--rounds", str(rounds)],
+                     ready=lambda l: l.startswith("Attached 6 probes") and "slow-path probes left detached" in l,
+                     stderr_ready=True)
+    r = json.loads([l for l in run.trace_out if l.startswith("{")][-1])
+    assert r["slow_path_probes"] is False
+    c = r["counters"]
+    assert (c["tlab_refills"], c["gc_starts"], c["plabs"], c["promoted_direct"]) == (rounds,) * 4
+    assert (c["slow_paths"], c["outside_allocs"]) == (0, 0)
+    assert r["histograms"]["slow_path_latency"]["total"] == 0

@@ -67,6 +67,7 @@ struct Options {
   double duration = 0;  // 0: until Ctrl-C or the target exits
   bool json = false;
   bool verbose = false;
+  bool slow_path = true;  // attach alloc__slow__enter/exit (latency, outside-TLAB figures)
   int top = 10;
 };
 
@@ -81,6 +82,8 @@ void usage(FILE* out) {
                "  -d, --duration SEC   stop after SEC seconds (default: Ctrl-C or the JVM exits)\n"
                "      --top N          threads and classes to list (default 10)\n"
                "      --json           one JSON object per report, for machines\n"
+               "      --no-slow-path   leave the slow-path probes detached: a third of the probe hits\n"
+               "                       per TLAB refill, no latency or outside-TLAB figures\n"
                "  -b, --binary PATH    the ELF file with the probes (default: PID's libjvm.so;\n"
                "                       e.g. the USDT test fixture)\n"
                "  -v, --verbose        libbpf debug output\n"
@@ -207,7 +210,8 @@ class StatSession {
   }
 
   void print_text(double seconds) {
-    std::printf("\njvmtrace stat: PID %d, %.1f s since attach\n", o_.pid, seconds);
+    std::printf("\njvmtrace stat: PID %d, %.1f s since attach%s\n", o_.pid, seconds,
+                o_.slow_path ? "" : " (--no-slow-path: no slow-path latency or outside-TLAB figures)");
     for (int c = 0; c < JT_COUNTER_COUNT; c++)
       std::printf("  %-22s %llu\n", kCounterNames[c], (unsigned long long)counters_[c]);
     for (int h = 0; h < JT_HIST_COUNT; h++) {
@@ -234,7 +238,7 @@ class StatSession {
 
   void print_json(double seconds) {
     std::string s = "{\"pid\": " + std::to_string(o_.pid) + ", \"seconds\": " + std::to_string(seconds) +
-                    ", \"counters\": {";
+                    ", \"slow_path_probes\": " + (o_.slow_path ? "true" : "false") + ", \"counters\": {";
     for (int c = 0; c < JT_COUNTER_COUNT; c++)
       s += std::string(c ? ", " : "") + "\"" + kCounterNames[c] + "\": " + std::to_string(counters_[c]);
     s += "}, \"histograms\": {";
@@ -279,7 +283,8 @@ int stat_command(int argc, char** argv) {
       {"pid", required_argument, nullptr, 'p'},      {"interval", required_argument, nullptr, 'i'},
       {"duration", required_argument, nullptr, 'd'}, {"json", no_argument, nullptr, 'j'},
       {"top", required_argument, nullptr, 't'},      {"verbose", no_argument, nullptr, 'v'},
-      {"binary", required_argument, nullptr, 'b'},   {"help", no_argument, nullptr, 'h'},
+      {"binary", required_argument, nullptr, 'b'},   {"no-slow-path", no_argument, nullptr, 's'},
+      {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   int c;
   optind = 1;
@@ -315,6 +320,7 @@ int stat_command(int argc, char** argv) {
       }
       case 'j': o.json = true; break;
       case 'b': o.binary = optarg; break;
+      case 's': o.slow_path = false; break;
       case 'v': o.verbose = true; break;
       case 'h': usage(stdout); return 0;
       default: usage(stderr); return 2;
@@ -349,8 +355,12 @@ int stat_command(int argc, char** argv) {
     return 1;
   }
   set_libbpf_verbose(o.verbose);
-  std::unique_ptr<jvmtrace_stat, SkelDelete> skel(jvmtrace_stat__open_and_load());
-  if (!skel) {
+  std::unique_ptr<jvmtrace_stat, SkelDelete> skel(jvmtrace_stat__open());
+  if (skel && !o.slow_path) {
+    bpf_program__set_autoload(skel->progs.alloc__slow__enter, false);
+    bpf_program__set_autoload(skel->progs.alloc__slow__exit, false);
+  }
+  if (!skel || jvmtrace_stat__load(skel.get()) != 0) {
     std::fprintf(stderr, "jvmtrace stat: loading the BPF programs failed: %s%s\n", std::strerror(errno),
                  geteuid() ? " (run as root, or with CAP_BPF and CAP_PERFMON)" : "");
     return 1;
@@ -363,8 +373,8 @@ int stat_command(int argc, char** argv) {
   }
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
-  std::fprintf(stderr, "Attached %zu probes to PID %d (%s). Hit Ctrl-C to end.\n", links.size(), o.pid,
-               libjvm.c_str());
+  std::fprintf(stderr, "Attached %zu probes to PID %d (%s)%s. Hit Ctrl-C to end.\n", links.size(), o.pid,
+               libjvm.c_str(), o.slow_path ? "" : ", slow-path probes left detached");
 
   StatSession session(o, skel.get());
   RingBuffer names(

@@ -24,6 +24,7 @@ bool attach_jvmtrace_usdt(bpf_object* obj, pid_t pid, const std::string& binary,
                           std::string* error) {
   bpf_program* prog;
   bpf_object__for_each_program(prog, obj) {
+    if (!bpf_program__autoload(prog)) continue;  // left out on purpose (not loaded)
     const char* probe = bpf_program__name(prog);
     bpf_link* l = bpf_program__attach_usdt(prog, pid, binary.c_str(), "jvmtrace", probe, nullptr);
     if (!l) {

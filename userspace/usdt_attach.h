@@ -37,7 +37,7 @@ std::vector<std::pair<K, V>> read_hash_map(const bpf_map* map) {
   return out;
 }
 
-// Attaches every program of obj to the probe jvmtrace:<program name> in
+// Attaches every loaded program of obj to the probe jvmtrace:<program name> in
 // binary for pid (libbpf resolves the note, the semaphore and the address).
 // On failure returns false with a reason naming the probe; links made so far
 // stay in *links (the caller's owner detaches them).
