@@ -137,3 +137,34 @@ def test_no_slow_path_attaches_only_the_other_probes(usdt_fixture):
     assert (c["tlab_refills"], c["gc_starts"], c["plabs"], c["promoted_direct"]) == (rounds,) * 4
     assert (c["slow_paths"], c["outside_allocs"]) == (0, 0)
     assert r["histograms"]["slow_path_latency"]["total"] == 0
+
+
+def test_interval_reports_grow_and_duration_stops_it(jdks, java_classes):
+    """-i 1 -d 2.5 on a program that runs longer: two interval reports and a
+    final one, time and counters never going back, and stat ends by itself
+    while the JVM still runs."""
+    import time
+    proc = subprocess.Popen(java_cmd(jdks["patched"], java_classes, "G1", 64, "AllocWorker", 400_000_000),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        LineReader(proc.stdout).wait_for(lambda l: l.startswith("ready"), 60, "ready")
+        stat = subprocess.Popen([str(JVMTRACE), "stat", "-p", str(proc.pid), "--json", "-i", "1", "-d", "2.5"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        LineReader(stat.stderr).wait_for(lambda l: l.startswith("Attached 8 probes"), 60, "attach")
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        t0 = time.monotonic()
+        out, _ = stat.communicate(timeout=60)
+        took = time.monotonic() - t0
+        assert proc.poll() is None, "the JVM should still be running: stat must have stopped at -d"
+        assert 2.0 < took < 10, took
+        reports = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+        assert len(reports) == 3, [r["seconds"] for r in reports]
+        secs = [r["seconds"] for r in reports]
+        assert secs == sorted(secs) and 0.9 < secs[0] < 1.6 and 2.4 < secs[-1] < 3.5, secs
+        for a, b in zip(reports, reports[1:]):
+            assert all(b["counters"][k] >= a["counters"][k] for k in a["counters"])
+        assert reports[-1]["counters"]["tlab_refills"] > reports[0]["counters"]["tlab_refills"] > 0
+    finally:
+        proc.kill()
+        proc.wait(60)
