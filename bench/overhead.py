@@ -23,7 +23,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -118,7 +117,7 @@ def main():
             paired = statistics.median(x / y for x, y in zip(res[c], res[base]))
             rows.append((gc, c, statistics.median(res[c]), statistics.median(res[c]) / med_base, paired,
                          min(res[c]), max(res[c])))
-    print(f"\n| GC | configuration | median (s) | ratio of medians | median of paired ratios | min-max (s) |")
+    print("\n| GC | configuration | median (s) | ratio of medians | median of paired ratios | min-max (s) |")
     print("|---|---|---|---|---|---|")
     for gc, c, m, r, p, lo, hi in rows:
         print(f"| {gc} | {c} | {m:.3f} | {r:.4f} | {p:.4f} | {lo:.3f}-{hi:.3f} |")

@@ -5,6 +5,7 @@ import subprocess
 
 import pytest
 
+from helpers import READY_MARK, LineReader, usdt_notes
 from test_jvm_probes import GCS, java_cmd
 
 PROGRAMS = [("SystemGc", 3), ("BigArrays", 3, 1 << 18), ("AllocWorker", 1_000_000)]
@@ -50,7 +51,6 @@ def test_attach_detach_leaves_nothing_behind(jdks, patched_libjvm, java_classes)
     """No tracer: every semaphore 0 and every site the 5-byte nop.  bpftrace on
     gc__start: that semaphore 1 and its sites patched, nothing else touched.
     After bpftrace exits: exactly as before."""
-    from helpers import LineReader, READY_MARK, usdt_notes
     nop5 = bytes.fromhex("0f1f440000")
     notes = [p for p in usdt_notes(patched_libjvm) if p.provider == "jvmtrace"]
     cmd = java_cmd(jdks["patched"], java_classes, "G1", 64, "SystemGc", 1)

@@ -70,7 +70,6 @@ def test_every_argument_decodes_exactly_with_libbpf(usdt_fixture):
     """All arguments, arg6 included (out of bpftrace 0.17's reach), through
     libbpf's bpf_program__attach_usdt: the sentinel tid must come back as the
     negative int32 it is, every u64 bit-exact, strings cut at their length."""
-    import subprocess
     from conftest import BUILD_DIR
     from helpers import traced_run
     rawdump = BUILD_DIR / "userspace/jvmtrace-rawdump"

@@ -7,8 +7,6 @@ import os
 import subprocess
 from collections import Counter
 
-import pytest
-
 from conftest import BUILD_DIR
 from helpers import LineReader, go_uptime_s, jfr_events, parse_gc_log, traced_run
 from test_jvm_probes import java_cmd, worker_tid
