@@ -5,24 +5,10 @@
 #ifndef JVMTRACE_RAW_H
 #define JVMTRACE_RAW_H
 
-#ifndef __VMLINUX_H__ /* user space; BPF programs get these from vmlinux.h */
-#include <linux/types.h>
-#endif
+#include "jvmtrace_events.h" /* enum jt_probe */
 
 #define JT_RAW_MAX_ARGS 7
 #define JT_RAW_STR_MAX 64 /* bytes kept of a string argument, NUL included */
-
-enum jt_probe {
-	JT_TLAB_REFILL = 0,
-	JT_ALLOC_SLOW_ENTER,
-	JT_ALLOC_SLOW_EXIT,
-	JT_GC_START,
-	JT_GC_END,
-	JT_PLAB_ALLOC,
-	JT_PLAB_RETIRE,
-	JT_PROMOTE_DIRECT,
-	JT_PROBE_COUNT,
-};
 
 struct jt_raw_event {
 	__u64 ts_ns;                    /* bpf_ktime_get_ns() */

@@ -2,6 +2,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "dump_command.h"
+#include "record_command.h"
+#include "report_command.h"
 #include "stat_command.h"
 
 namespace {
@@ -11,10 +14,15 @@ void usage(FILE* out) {
                "Observe a live HotSpot JVM's allocation and GC through the jvmtrace USDT probes.\n"
                "COMMANDS:\n"
                "  stat    aggregate in the kernel: histograms, counters, top threads and classes\n"
+               "  record  every event into a compact trace file\n"
+               "  dump    print a trace file's events (text or JSON lines)\n"
+               "  report  summarise a trace file: GCs, TLABs, PLABs, allocation rate, top classes\n"
                "Run 'jvmtrace COMMAND --help' for a command's options.\n"
                "EXAMPLES:\n"
                "  sudo jvmtrace stat -p 4242\n"
-               "  sudo jvmtrace stat -p 4242 -d 30 --json\n");
+               "  sudo jvmtrace stat -p 4242 -d 30 --json\n"
+               "  sudo jvmtrace record -p 4242 -o app.jvmtrace -d 60\n"
+               "  jvmtrace report app.jvmtrace\n");
 }
 }  // namespace
 
@@ -28,6 +36,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (!std::strcmp(argv[1], "stat")) return jvmtrace::stat_command(argc - 1, argv + 1);
+  if (!std::strcmp(argv[1], "record")) return jvmtrace::record_command(argc - 1, argv + 1);
+  if (!std::strcmp(argv[1], "dump")) return jvmtrace::dump_command(argc - 1, argv + 1);
+  if (!std::strcmp(argv[1], "report")) return jvmtrace::report_command(argc - 1, argv + 1);
   std::fprintf(stderr, "jvmtrace: unknown command '%s'\n", argv[1]);
   usage(stderr);
   return 2;

@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cli.h"
 #include "histogram.h"
 #include "jvmtrace_stat.h"
 #include "jvmtrace_stat.skel.h"
@@ -52,9 +53,6 @@ const HistInfo kHists[] = {
     {"plab_size", "PLAB sizes", "bytes", 1},
 };
 static_assert(sizeof(kHists) / sizeof(*kHists) == JT_HIST_COUNT, "histogram names");
-
-volatile sig_atomic_t g_stop = 0;
-void on_signal(int) { g_stop = 1; }
 
 struct SkelDelete {
   void operator()(jvmtrace_stat* s) const { jvmtrace_stat__destroy(s); }
@@ -93,30 +91,9 @@ void usage(FILE* out) {
                "  jvmtrace stat -p 4242 -i 5          # a report every 5 s\n");
 }
 
-bool parse_seconds(const char* s, double* out) {
-  char* end = nullptr;
-  errno = 0;
-  double v = std::strtod(s, &end);
-  if (errno || end == s || *end || !(v > 0) || v > 1e7) return false;
-  *out = v;
-  return true;
-}
-
 std::string thread_comm(pid_t pid, uint32_t tid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm");
-  std::string s;
-  std::getline(f, s);
+  std::string s = thread_name(pid, tid);
   return s.empty() ? "?" : s;
-}
-
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') o += '\\', o += static_cast<char>(c);
-    else if (c < 0x20) { char b[8]; std::snprintf(b, sizeof b, "\\u%04x", c); o += b; }
-    else o += static_cast<char>(c);
-  }
-  return o;
 }
 
 struct ThreadRow { uint32_t tid; jt_thread_val v; std::string comm; };
@@ -289,18 +266,14 @@ int stat_command(int argc, char** argv) {
   int c;
   optind = 1;
   while ((c = getopt_long(argc, argv, "p:i:d:b:vh", longopts, nullptr)) != -1) {
-    char* end = nullptr;
     switch (c) {
-      case 'p': {
-        long v = std::strtol(optarg, &end, 10);
-        if (*end || v <= 0 || v > 4194304) {
+      case 'p':
+        if (!parse_pid(optarg, &o.pid)) {
           std::fprintf(stderr, "jvmtrace stat: PID must be a number from 1 to 4194304, not '%s'\n", optarg);
           usage(stderr);
           return 2;
         }
-        o.pid = static_cast<pid_t>(v);
         break;
-      }
       case 'i':
       case 'd':
         if (!parse_seconds(optarg, c == 'i' ? &o.interval : &o.duration)) {
@@ -310,8 +283,8 @@ int stat_command(int argc, char** argv) {
         }
         break;
       case 't': {
-        long v = std::strtol(optarg, &end, 10);
-        if (*end || v <= 0 || v > 100000) {
+        long v;
+        if (!parse_long(optarg, 1, 100000, &v)) {
           std::fprintf(stderr, "jvmtrace stat: --top takes a positive number, not '%s'\n", optarg);
           return 2;
         }
@@ -336,24 +309,9 @@ int stat_command(int argc, char** argv) {
     usage(stderr);
     return 2;
   }
-  if (!process_alive(o.pid)) {
-    std::fprintf(stderr, "jvmtrace stat: no process with PID %d\n", o.pid);
-    return 1;
-  }
-  const std::string libjvm = o.binary.empty() ? find_libjvm(o.pid) : o.binary;
-  if (libjvm.empty()) {
-    std::fprintf(stderr, "jvmtrace stat: PID %d is not a JVM: no libjvm.so mapped%s\n", o.pid,
-                 geteuid() ? " (or /proc/PID/maps is not readable: run as root)" : "");
-    return 1;
-  }
-  if (!has_usdt_provider(libjvm, "jvmtrace")) {
-    std::fprintf(stderr,
-                 "jvmtrace stat: %s in PID %d has no jvmtrace probes (an unpatched HotSpot).\n"
-                 "  The loader's stock mode is not built yet; for a stock JVM use the bpftrace tools:\n"
-                 "  scripts/jvmtrace-bt tlabstat_stock %d  (and gcpause_stock, allocslow_stock, ...)\n",
-                 libjvm.c_str(), o.pid, o.pid);
-    return 1;
-  }
+  Target target;
+  if (!check_target("jvmtrace stat", o.pid, o.binary, &target)) return 1;
+  const std::string& libjvm = target.binary;
   set_libbpf_verbose(o.verbose);
   std::unique_ptr<jvmtrace_stat, SkelDelete> skel(jvmtrace_stat__open());
   if (skel && !o.slow_path) {
@@ -361,8 +319,7 @@ int stat_command(int argc, char** argv) {
     bpf_program__set_autoload(skel->progs.alloc__slow__exit, false);
   }
   if (!skel || jvmtrace_stat__load(skel.get()) != 0) {
-    std::fprintf(stderr, "jvmtrace stat: loading the BPF programs failed: %s%s\n", std::strerror(errno),
-                 geteuid() ? " (run as root, or with CAP_BPF and CAP_PERFMON)" : "");
+    std::fprintf(stderr, "jvmtrace stat: loading the BPF programs failed: %s\n", bpf_load_hint(errno).c_str());
     return 1;
   }
   Links links;
@@ -371,8 +328,7 @@ int stat_command(int argc, char** argv) {
     std::fprintf(stderr, "jvmtrace stat: %s\n", error.c_str());
     return 1;
   }
-  signal(SIGINT, on_signal);
-  signal(SIGTERM, on_signal);
+  install_stop_handlers();
   std::fprintf(stderr, "Attached %zu probes to PID %d (%s)%s. Hit Ctrl-C to end.\n", links.size(), o.pid,
                libjvm.c_str(), o.slow_path ? "" : ", slow-path probes left detached");
 
@@ -387,7 +343,7 @@ int stat_command(int argc, char** argv) {
   const auto start = clock::now();
   auto next = start + std::chrono::duration<double>(o.interval);
   bool target_gone = false;
-  while (!g_stop) {
+  while (!stop_requested()) {
     int polled = ring_buffer__poll(names.get(), 50);  // also the loop's 50 ms tick
     if (polled < 0 && polled != -EINTR) {
       std::fprintf(stderr, "jvmtrace stat: reading new-key notices: %s\n", std::strerror(-polled));

@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -42,6 +43,35 @@ std::string read_process_memory(pid_t pid, uint64_t addr, size_t len) {
   if (n <= 0) return {};
   buf.resize(static_cast<size_t>(n));
   return buf;
+}
+
+std::string read_process_string(pid_t pid, uint64_t addr, size_t max) {
+  std::string out;
+  while (out.size() < max) {
+    const size_t step = std::min<size_t>(64, max - out.size());
+    std::string chunk = read_process_memory(pid, addr + out.size(), step);
+    if (chunk.empty()) break;
+    const size_t nul = chunk.find('\0');
+    if (nul != std::string::npos) return out + chunk.substr(0, nul);
+    out += chunk;
+  }
+  return out;
+}
+
+std::string thread_name(pid_t pid, uint32_t tid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm");
+  std::string s;
+  std::getline(f, s);
+  return s;
+}
+
+std::string process_cmdline(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline");
+  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  while (!s.empty() && s.back() == '\0') s.pop_back();
+  for (char& c : s)
+    if (c == '\0') c = ' ';
+  return s;
 }
 
 bool has_usdt_provider(const std::string& elf_path, const std::string& provider) {

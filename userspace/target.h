@@ -19,6 +19,16 @@ bool process_alive(pid_t pid);
 // Up to len bytes at addr in PID's memory; empty on failure.
 std::string read_process_memory(pid_t pid, uint64_t addr, size_t len);
 
+// A NUL-terminated string at addr in PID's memory, at most max bytes; empty
+// on failure.  Reads in small steps so a string near the end of a mapping works.
+std::string read_process_string(pid_t pid, uint64_t addr, size_t max);
+
+// A thread's name (/proc/PID/task/TID/comm); empty if it is gone.
+std::string thread_name(pid_t pid, uint32_t tid);
+
+// The command line, arguments separated by spaces; empty if unreadable.
+std::string process_cmdline(pid_t pid);
+
 // True if the ELF file declares USDT probes of this provider (.note.stapsdt).
 bool has_usdt_provider(const std::string& elf_path, const std::string& provider);
 

@@ -1,0 +1,36 @@
+// What every jvmtrace subcommand does the same way: parsing numbers,
+// checking the target process, JSON strings, Ctrl-C.
+#pragma once
+#include <signal.h>
+#include <sys/types.h>
+
+#include <string>
+
+namespace jvmtrace {
+
+// "1".."4194304"; false otherwise.
+bool parse_pid(const char* s, pid_t* out);
+// A positive number of seconds, at most 1e7.
+bool parse_seconds(const char* s, double* out);
+// An integer in [lo, hi].
+bool parse_long(const char* s, long lo, long hi, long* out);
+
+std::string json_escape(const std::string& s);
+
+// The target of an attaching command: the process exists, maps libjvm.so
+// (or binary, when given), and that file declares jvmtrace probes.  On
+// failure prints "<cmd>: reason" with what to do next and returns false.
+struct Target {
+  pid_t pid = 0;
+  std::string binary;  // the ELF file the probes are in
+};
+bool check_target(const char* cmd, pid_t pid, const std::string& binary, Target* t);
+
+// SIGINT and SIGTERM set stop_requested() instead of killing the process.
+void install_stop_handlers();
+bool stop_requested();
+
+// The message for a BPF load failure (permissions, kernel support).
+std::string bpf_load_hint(int err);
+
+}  // namespace jvmtrace

@@ -1,0 +1,325 @@
+// `jvmtrace record`: every jvmtrace probe hit of a live JVM, through a BPF
+// ring buffer, into a trace file (userspace/trace_format.h,
+// docs/trace-format.md).  Class and GC names are read from the JVM once per
+// distinct name, when first seen; drops are counted in the kernel and stored.
+#include "record_command.h"
+
+#include <getopt.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "cli.h"
+#include "jvmtrace_events.h"
+#include "jvmtrace_record.skel.h"
+#include "target.h"
+#include "trace_writer.h"
+#include "usdt_attach.h"
+
+namespace jvmtrace {
+
+namespace {
+
+struct Options {
+  pid_t pid = 0;
+  std::string output;
+  std::string binary;
+  double duration = 0;
+  long buffer_mb = 16;
+  bool verbose = false;
+  int progress = -1;  // -1: when stderr is a terminal
+};
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "USAGE: jvmtrace record -p PID -o FILE [-d SEC] [--buffer-mb N] [-q|--progress] [-v]\n"
+               "Records every jvmtrace probe hit of a patched JVM (TLAB refills, slow-path\n"
+               "allocations, GCs, PLABs, direct promotions) into a compact trace file, until\n"
+               "Ctrl-C, -d, or the JVM's exit.  Events the kernel could not queue are counted,\n"
+               "shown and stored in the trace.  Read it with 'jvmtrace dump' or 'jvmtrace report'.\n"
+               "  -p, --pid PID         the JVM\n"
+               "  -o, --output FILE     the trace file to create (overwritten)\n"
+               "  -d, --duration SEC    stop after SEC seconds\n"
+               "      --buffer-mb N     kernel ring buffer size in MiB, a power of two (default 16)\n"
+               "  -q, --quiet           no progress line\n"
+               "      --progress        a progress line even when stderr is not a terminal\n"
+               "  -b, --binary PATH     the ELF file with the probes (default: PID's libjvm.so)\n"
+               "  -v, --verbose         libbpf debug output\n"
+               "Exit status: 0 recorded and ended cleanly; 1 error (the trace, if any, keeps what\n"
+               "was written before it); 2 bad usage.\n"
+               "EXAMPLES:\n"
+               "  jvmtrace record -p 4242 -o app.jvmtrace          # until Ctrl-C\n"
+               "  jvmtrace record -p 4242 -o app.jvmtrace -d 60\n"
+               "  jvmtrace report app.jvmtrace\n");
+}
+
+uint64_t clock_ns(clockid_t c) {
+  timespec ts;
+  clock_gettime(c, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+}
+
+struct SkelDelete {
+  void operator()(jvmtrace_record* s) const { jvmtrace_record__destroy(s); }
+};
+
+// Turns kernel events into trace events: thread, class and GC-name tables.
+class Recorder {
+ public:
+  Recorder(pid_t pid, trace::TraceWriter* w) : pid_(pid), w_(w) {}
+
+  static int on_event(void* ctx, void* data, size_t size) {
+    auto* self = static_cast<Recorder*>(ctx);
+    if (size < JT_EVENT_SIZE(0)) return 0;
+    self->add(*static_cast<const jt_event*>(data), size);
+    return 0;
+  }
+
+ private:
+  void add(const jt_event& k, size_t size) {
+    if (k.probe >= JT_PROBE_COUNT || size < static_cast<size_t>(JT_EVENT_SIZE(k.nargs)) || k.nargs > JT_EVENT_MAX_ARGS) {
+      malformed_++;
+      return;
+    }
+    trace::Event e;
+    e.ts_ns = k.ts_ns;
+    e.probe = k.probe;
+    e.thread = thread(k.tid);
+    for (int i = 0; i < k.nargs; i++) e.a[i] = k.args[i];
+    switch (k.probe) {
+      case JT_TLAB_REFILL:  // class name pointer, length at 3, 4
+        e.a[3] = klass(k.args[3], k.args[4]);
+        e.a[4] = 0;
+        break;
+      case JT_ALLOC_SLOW_ENTER:  // at 1, 2
+        e.a[1] = klass(k.args[1], k.args[2]);
+        e.a[2] = 0;
+        break;
+      case JT_GC_START:
+      case JT_GC_END:  // name, cause: NUL-terminated
+        e.a[1] = string(k.args[1]);
+        e.a[2] = string(k.args[2]);
+        break;
+    }
+    w_->event(e);
+  }
+
+  uint32_t thread(uint32_t tid) {
+    auto it = threads_.find(tid);
+    if (it != threads_.end()) return it->second;
+    std::string name = thread_name(pid_, tid);
+    return threads_.emplace(tid, w_->define_thread(tid, name.empty() ? "<exited>" : name)).first->second;
+  }
+
+  // A class is its name's address and length (a HotSpot Symbol's bytes: a
+  // different length at the same address is a different, later Symbol).
+  uint64_t klass(uint64_t addr, uint64_t len) {
+    auto key = std::make_pair(addr, len);
+    auto it = classes_.find(key);
+    if (it != classes_.end()) return it->second;
+    std::string name = len ? read_process_memory(pid_, addr, len < 1024 ? len : 1024) : "";
+    if (name.empty()) name = addr ? "<unreadable>" : "<none>";
+    return classes_.emplace(key, w_->define_class(name)).first->second;
+  }
+
+  uint64_t string(uint64_t addr) {
+    auto it = strings_.find(addr);
+    if (it != strings_.end()) return it->second;
+    std::string s = addr ? read_process_string(pid_, addr, 256) : "";
+    if (s.empty()) s = addr ? "<unreadable>" : "<none>";
+    return strings_.emplace(addr, w_->define_string(s)).first->second;
+  }
+
+  pid_t pid_;
+  trace::TraceWriter* w_;
+  std::unordered_map<uint32_t, uint32_t> threads_;
+  std::map<std::pair<uint64_t, uint64_t>, uint32_t> classes_;
+  std::unordered_map<uint64_t, uint32_t> strings_;
+
+ public:
+  uint64_t malformed_ = 0;
+};
+
+void print_progress(FILE* out, double secs, const trace::TraceWriter& w, bool final) {
+  const double mb = w.bytes() / 1e6;
+  std::fprintf(out, "%s%7.1f s  %12llu events  %9.2f MB  %5.2f B/event  lost %llu%s", final ? "" : "\r", secs,
+               (unsigned long long)w.events(), mb, w.events() ? double(w.bytes()) / w.events() : 0.0,
+               (unsigned long long)w.lost_total(), final ? "\n" : "   ");
+  std::fflush(out);
+}
+
+}  // namespace
+
+int record_command(int argc, char** argv) {
+  Options o;
+  static const option longopts[] = {
+      {"pid", required_argument, nullptr, 'p'},       {"output", required_argument, nullptr, 'o'},
+      {"duration", required_argument, nullptr, 'd'},  {"buffer-mb", required_argument, nullptr, 'm'},
+      {"quiet", no_argument, nullptr, 'q'},           {"progress", no_argument, nullptr, 'P'},
+      {"binary", required_argument, nullptr, 'b'},    {"verbose", no_argument, nullptr, 'v'},
+      {"help", no_argument, nullptr, 'h'},            {nullptr, 0, nullptr, 0}};
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "p:o:d:b:qvh", longopts, nullptr)) != -1) {
+    switch (c) {
+      case 'p':
+        if (!parse_pid(optarg, &o.pid)) {
+          std::fprintf(stderr, "jvmtrace record: PID must be a number from 1 to 4194304, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 'o': o.output = optarg; break;
+      case 'd':
+        if (!parse_seconds(optarg, &o.duration)) {
+          std::fprintf(stderr, "jvmtrace record: -d takes a positive number of seconds, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 'm':
+        if (!parse_long(optarg, 1, 4096, &o.buffer_mb) || (o.buffer_mb & (o.buffer_mb - 1))) {
+          std::fprintf(stderr, "jvmtrace record: --buffer-mb takes a power of two from 1 to 4096, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 'q': o.progress = 0; break;
+      case 'P': o.progress = 1; break;
+      case 'b': o.binary = optarg; break;
+      case 'v': o.verbose = true; break;
+      case 'h': usage(stdout); return 0;
+      default: usage(stderr); return 2;
+    }
+  }
+  if (optind < argc) {
+    std::fprintf(stderr, "jvmtrace record: unexpected argument '%s'\n", argv[optind]);
+    usage(stderr);
+    return 2;
+  }
+  if (!o.pid || o.output.empty()) {
+    std::fprintf(stderr, "jvmtrace record: -p PID and -o FILE are required\n");
+    usage(stderr);
+    return 2;
+  }
+  if (o.progress < 0) o.progress = isatty(STDERR_FILENO);
+
+  Target target;
+  if (!check_target("jvmtrace record", o.pid, o.binary, &target)) return 1;
+  // The output first: an unwritable path must fail before anything attaches.
+  trace::TraceWriter writer;
+  std::string error;
+  if (!writer.open(o.output, &error)) {
+    std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
+    return 1;
+  }
+
+  set_libbpf_verbose(o.verbose);
+  std::unique_ptr<jvmtrace_record, SkelDelete> skel(jvmtrace_record__open());
+  const uint64_t ring_bytes = static_cast<uint64_t>(o.buffer_mb) << 20;
+  if (skel) {
+    bpf_map__set_max_entries(skel->maps.events, static_cast<uint32_t>(ring_bytes));
+    skel->rodata->wakeup_bytes = ring_bytes / 8;
+  }
+  if (!skel || jvmtrace_record__load(skel.get()) != 0) {
+    std::fprintf(stderr, "jvmtrace record: loading the BPF programs failed: %s\n", bpf_load_hint(errno).c_str());
+    unlink(o.output.c_str());
+    return 1;
+  }
+
+  Recorder recorder(o.pid, &writer);
+  RingBuffer rb(ring_buffer__new(bpf_map__fd(skel->maps.events), &Recorder::on_event, &recorder, nullptr));
+  if (!rb) {
+    std::fprintf(stderr, "jvmtrace record: ring buffer: %s\n", std::strerror(errno));
+    unlink(o.output.c_str());
+    return 1;
+  }
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  const uint64_t mono0 = clock_ns(CLOCK_MONOTONIC), real0 = clock_ns(CLOCK_REALTIME);
+  writer.meta("jvmtrace_version=1\nmode=usdt\npid=" + std::to_string(o.pid) + "\nbinary=" + target.binary +
+              "\nhost=" + host + "\ncmdline=" + process_cmdline(o.pid) +
+              "\nstart_monotonic_ns=" + std::to_string(mono0) + "\nstart_realtime_ns=" + std::to_string(real0) +
+              "\nring_buffer_bytes=" + std::to_string(ring_bytes) + "\n");
+
+  Links links;
+  if (!attach_jvmtrace_usdt(skel->obj, o.pid, target.binary, &links, &error)) {
+    std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
+    links.clear();
+    unlink(o.output.c_str());
+    return 1;
+  }
+  install_stop_handlers();
+  std::fprintf(stderr, "Recording PID %d (%zu probes in %s) to %s. Hit Ctrl-C to end.\n", o.pid, links.size(),
+               target.binary.c_str(), o.output.c_str());
+
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  auto next_progress = start;
+  uint64_t dropped_seen = 0;
+  auto note_drops = [&] {
+    const uint64_t d = __atomic_load_n(&skel->bss->dropped, __ATOMIC_RELAXED);
+    if (d > dropped_seen) {
+      writer.lost(clock_ns(CLOCK_MONOTONIC), d - dropped_seen);
+      dropped_seen = d;
+    }
+  };
+  uint8_t reason = trace::kEndUser;
+  std::string reason_text;
+  for (;;) {
+    // Events arrive without wakeups until wakeup_bytes are waiting: this
+    // timeout is also how often a trickle of events is collected.
+    int n = ring_buffer__poll(rb.get(), 50);
+    if (n < 0 && n != -EINTR) {
+      reason = trace::kEndError;
+      reason_text = std::string("reading the ring buffer: ") + std::strerror(-n);
+      break;
+    }
+    note_drops();
+    const auto now = clock::now();
+    const double secs = std::chrono::duration<double>(now - start).count();
+    writer.maybe_flush(clock_ns(CLOCK_MONOTONIC));
+    if (writer.failed()) {
+      reason = trace::kEndError;
+      reason_text = "writing the trace failed";
+      break;
+    }
+    if (o.progress && now >= next_progress) {
+      print_progress(stderr, secs, writer, false);
+      next_progress = now + std::chrono::milliseconds(500);
+    }
+    if (stop_requested()) { reason = trace::kEndUser; break; }
+    if (o.duration > 0 && secs >= o.duration) { reason = trace::kEndDuration; break; }
+    if (!process_alive(o.pid)) { reason = trace::kEndTargetExit; break; }
+  }
+  // Detach first, then take what is still queued: nothing is lost between.
+  links.clear();
+  ring_buffer__consume(rb.get());
+  note_drops();
+  const double secs = std::chrono::duration<double>(clock::now() - start).count();
+  if (reason_text.empty()) reason_text = trace::end_reason_name(reason);
+  writer.end(clock_ns(CLOCK_MONOTONIC), reason, reason_text);
+  const bool ok = writer.close();
+  if (o.progress) std::fputc('\n', stderr);
+  std::fprintf(stderr, "jvmtrace record: %s after %.1f s: %llu events, %llu bytes (%.2f B/event), %llu lost%s -> %s\n",
+               reason_text.c_str(), secs, (unsigned long long)writer.events(),
+               (unsigned long long)writer.bytes_on_disk(),
+               writer.events() ? double(writer.bytes_on_disk()) / writer.events() : 0.0,
+               (unsigned long long)writer.lost_total(),
+               writer.lost_total() ? " (ring buffer full: try a larger --buffer-mb)" : "", o.output.c_str());
+  if (recorder.malformed_)
+    std::fprintf(stderr, "jvmtrace record: %llu malformed kernel records ignored\n",
+                 (unsigned long long)recorder.malformed_);
+  if (!ok) {
+    std::fprintf(stderr, "jvmtrace record: %s\n", writer.error().c_str());
+    return 1;
+  }
+  return reason == trace::kEndError ? 1 : 0;
+}
+
+}  // namespace jvmtrace

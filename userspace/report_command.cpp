@@ -1,0 +1,1 @@
+namespace jvmtrace { int report_command(int, char**) { return 1; } }

@@ -1,0 +1,4 @@
+#pragma once
+namespace jvmtrace {
+int report_command(int argc, char** argv);
+}

@@ -1,0 +1,351 @@
+#include "trace_codec.h"
+
+#include "varint.h"
+
+namespace jvmtrace::trace {
+
+namespace {
+
+// alloc__slow__exit's flags byte: the outcome (7: a varint follows) and
+// which fields are stored rather than implied by the thread's slow path.
+constexpr uint8_t kExitOutcomeMask = 0x07;
+constexpr uint8_t kExitBytes = 0x08;    // else: the thread's last alloc__slow__enter size
+constexpr uint8_t kExitAddress = 0x10;  // else: the new TLAB's start (outcomes 1, 3) or 0
+constexpr uint8_t kExitGcs = 0x20;      // else: 0
+
+uint64_t implied_exit_address(uint64_t outcome, uint64_t refill_start) {
+  return outcome == 1 || outcome == 3 ? refill_start : 0;
+}
+
+void put_text(std::string* out, const std::string& s, uint64_t max) {
+  const size_t n = s.size() < max ? s.size() : max;
+  put_varint(out, n);
+  out->append(s, 0, n);
+}
+
+bool get_text(const uint8_t** p, const uint8_t* end, uint64_t max, std::string* s) {
+  uint64_t n;
+  const uint8_t* q = *p;
+  if (!get_varint(&q, end, &n) || n > max || n > static_cast<uint64_t>(end - q)) return false;
+  s->assign(reinterpret_cast<const char*>(q), n);
+  *p = q + n;
+  return true;
+}
+
+}  // namespace
+
+const char* end_reason_name(uint8_t reason) {
+  static const char* const names[kEndReasonCount] = {"interrupted", "duration elapsed", "target exited",
+                                                     "error"};
+  return reason < kEndReasonCount ? names[reason] : "unknown";
+}
+
+void BlockCodec::reset() {
+  ++gen_;
+  have_ts_ = false;
+  base_ts_ = prev_ts_ = 0;
+  tlab_end_ = gc_id_ = heap_used_ = heap_committed_ = promote_end_ = 0;
+}
+
+BlockCodec::ThreadState& BlockCodec::thread(uint32_t index) {
+  if (index >= threads_.size()) threads_.resize(index + 1);
+  ThreadState& t = threads_[index];
+  if (t.gen != gen_) {
+    t = ThreadState();
+    t.gen = gen_;
+  }
+  return t;
+}
+
+void BlockCodec::put_ts(std::string* out, uint64_t ts) {
+  if (!have_ts_) set_base_ts(ts);
+  put_delta(out, ts, prev_ts_);
+  prev_ts_ = ts;
+}
+
+void BlockCodec::put_event(std::string* out, const Event& e) {
+  const uint8_t probe = static_cast<uint8_t>(e.probe);
+  out->push_back(static_cast<char>(probe | (e.thread < 15 ? (e.thread + 1) << 4 : 0)));
+  if (e.thread >= 15) put_varint(out, e.thread);
+  put_ts(out, e.ts_ns);
+  ThreadState& t = thread(e.thread);
+  const uint64_t* a = e.a;
+  switch (probe) {
+    case JT_TLAB_REFILL:  // start, bytes, alloc_bytes, class, (len), waste
+      put_delta(out, a[0], tlab_end_);
+      put_delta(out, a[1], t.tlab_bytes);
+      put_varint(out, a[2]);
+      put_varint(out, a[3]);
+      put_varint(out, a[5]);
+      tlab_end_ = a[0] + a[1];
+      t.tlab_bytes = a[1];
+      t.refill_start = a[0];
+      break;
+    case JT_ALLOC_SLOW_ENTER:  // alloc_bytes, class, (len)
+      put_varint(out, a[0]);
+      put_varint(out, a[1]);
+      t.enter_bytes = a[0];
+      break;
+    case JT_ALLOC_SLOW_EXIT: {  // address, alloc_bytes, outcome, gcs
+      uint8_t flags = static_cast<uint8_t>(a[2] < kExitOutcomeMask ? a[2] : kExitOutcomeMask);
+      if (a[1] != t.enter_bytes) flags |= kExitBytes;
+      if (a[0] != implied_exit_address(a[2], t.refill_start)) flags |= kExitAddress;
+      if (a[3] != 0) flags |= kExitGcs;
+      out->push_back(static_cast<char>(flags));
+      if ((flags & kExitOutcomeMask) == kExitOutcomeMask) put_varint(out, a[2]);
+      if (flags & kExitBytes) put_varint(out, a[1]);
+      if (flags & kExitAddress) put_varint(out, a[0]);
+      if (flags & kExitGcs) put_varint(out, a[3]);
+      break;
+    }
+    case JT_GC_START:
+    case JT_GC_END:  // gc_id, name, cause, kind, heap_used, heap_committed
+      put_delta(out, a[0], gc_id_);
+      put_varint(out, a[1]);
+      put_varint(out, a[2]);
+      put_varint(out, a[3]);
+      put_delta(out, a[4], heap_used_);
+      put_delta(out, a[5], heap_committed_);
+      gc_id_ = a[0];
+      heap_used_ = a[4];
+      heap_committed_ = a[5];
+      break;
+    case JT_PLAB_ALLOC: {  // gc_id, start, bytes, dest
+      const int d = a[3] & 1;
+      put_delta(out, a[0], gc_id_);
+      put_varint(out, a[3]);
+      put_delta(out, a[1], t.plab_end[d]);
+      put_delta(out, a[2], t.plab_bytes[d]);
+      gc_id_ = a[0];
+      t.plab_start[d] = a[1];
+      t.plab_end[d] = a[1] + a[2];
+      t.plab_bytes[d] = a[2];
+      break;
+    }
+    case JT_PLAB_RETIRE: {  // gc_id, start, bytes, used, wasted, dest
+      const int d = a[5] & 1;
+      put_delta(out, a[0], gc_id_);
+      put_varint(out, a[5]);
+      put_delta(out, a[1], t.plab_start[d]);
+      put_delta(out, a[2], t.plab_bytes[d]);
+      put_delta(out, a[3], a[2]);
+      put_varint(out, a[4]);
+      gc_id_ = a[0];
+      break;
+    }
+    case JT_PROMOTE_DIRECT:  // gc_id, address, bytes, dest
+      put_delta(out, a[0], gc_id_);
+      put_delta(out, a[1], promote_end_);
+      put_varint(out, a[2]);
+      put_varint(out, a[3]);
+      gc_id_ = a[0];
+      promote_end_ = a[1] + a[2];
+      break;
+  }
+}
+
+void BlockCodec::put_lost(std::string* out, uint64_t ts_ns, uint64_t count) {
+  out->push_back(static_cast<char>(kLost));
+  put_ts(out, ts_ns);
+  put_varint(out, count);
+}
+
+void BlockCodec::put_end(std::string* out, uint64_t ts_ns, uint8_t reason, uint64_t events, uint64_t lost,
+                         const std::string& text) {
+  out->push_back(static_cast<char>(kEnd));
+  put_ts(out, ts_ns);
+  put_varint(out, reason);
+  put_varint(out, events);
+  put_varint(out, lost);
+  put_text(out, text, kMaxNameLen);
+}
+
+void BlockCodec::put_thread(std::string* out, uint32_t index, uint32_t tid, const std::string& name) {
+  out->push_back(static_cast<char>(kThread));
+  put_varint(out, index);
+  put_varint(out, tid);
+  put_text(out, name, kMaxNameLen);
+}
+
+void BlockCodec::put_name(std::string* out, RecordType type, uint64_t id, const std::string& name) {
+  out->push_back(static_cast<char>(type));
+  put_varint(out, id);
+  put_text(out, name, kMaxNameLen);
+}
+
+void BlockCodec::put_meta(std::string* out, const std::string& lines) {
+  out->push_back(static_cast<char>(kMeta));
+  put_text(out, lines, kMaxMetaLen);
+}
+
+bool BlockCodec::get(const uint8_t** pp, const uint8_t* end, Record* r, const char** why) {
+  const uint8_t* p = *pp;
+  uint64_t v[6];
+  auto fail = [&](const char* reason) {
+    *why = reason;
+    return false;
+  };
+  auto ts = [&](uint64_t* out) {
+    if (!get_delta(&p, end, have_ts_ ? prev_ts_ : base_ts_, out)) return false;
+    have_ts_ = true;
+    prev_ts_ = *out;
+    return true;
+  };
+#define GET(x) \
+  if (!get_varint(&p, end, &(x))) return fail("a number is cut off or too long")
+#define DELTA(x, prev) \
+  if (!get_delta(&p, end, (prev), &(x))) return fail("a number is cut off or too long")
+
+  if (p == end) return fail("empty record");
+  const uint8_t tag = *p++;
+  r->type = tag & 0x0f;
+  if (r->type < JT_PROBE_COUNT) {
+    Event& e = r->event;
+    e = Event();
+    e.probe = r->type;
+    if (tag >> 4) {
+      e.thread = (tag >> 4) - 1;
+    } else {
+      GET(v[0]);
+      if (v[0] < 15 || v[0] > UINT32_MAX - 1) return fail("bad thread index");
+      e.thread = static_cast<uint32_t>(v[0]);
+    }
+    if (!ts(&e.ts_ns)) return fail("a timestamp is cut off");
+    r->ts_ns = e.ts_ns;
+    ThreadState& t = thread(e.thread);
+    uint64_t* a = e.a;
+    switch (e.probe) {
+      case JT_TLAB_REFILL:
+        DELTA(a[0], tlab_end_);
+        DELTA(a[1], t.tlab_bytes);
+        GET(a[2]);
+        GET(a[3]);
+        GET(a[5]);
+        tlab_end_ = a[0] + a[1];
+        t.tlab_bytes = a[1];
+        t.refill_start = a[0];
+        break;
+      case JT_ALLOC_SLOW_ENTER:
+        GET(a[0]);
+        GET(a[1]);
+        t.enter_bytes = a[0];
+        break;
+      case JT_ALLOC_SLOW_EXIT: {
+        if (p == end) return fail("alloc__slow__exit flags cut off");
+        const uint8_t flags = *p++;
+        if (flags & 0xc0) return fail("alloc__slow__exit: unknown flags");
+        a[2] = flags & kExitOutcomeMask;
+        if (a[2] == kExitOutcomeMask) GET(a[2]);
+        a[1] = t.enter_bytes;
+        if (flags & kExitBytes) GET(a[1]);
+        a[0] = implied_exit_address(a[2], t.refill_start);
+        if (flags & kExitAddress) GET(a[0]);
+        if (flags & kExitGcs) GET(a[3]);
+        break;
+      }
+      case JT_GC_START:
+      case JT_GC_END:
+        DELTA(a[0], gc_id_);
+        GET(a[1]);
+        GET(a[2]);
+        GET(a[3]);
+        DELTA(a[4], heap_used_);
+        DELTA(a[5], heap_committed_);
+        gc_id_ = a[0];
+        heap_used_ = a[4];
+        heap_committed_ = a[5];
+        break;
+      case JT_PLAB_ALLOC: {
+        DELTA(a[0], gc_id_);
+        GET(a[3]);
+        const int d = a[3] & 1;
+        DELTA(a[1], t.plab_end[d]);
+        DELTA(a[2], t.plab_bytes[d]);
+        gc_id_ = a[0];
+        t.plab_start[d] = a[1];
+        t.plab_end[d] = a[1] + a[2];
+        t.plab_bytes[d] = a[2];
+        break;
+      }
+      case JT_PLAB_RETIRE: {
+        DELTA(a[0], gc_id_);
+        GET(a[5]);
+        const int d = a[5] & 1;
+        DELTA(a[1], t.plab_start[d]);
+        DELTA(a[2], t.plab_bytes[d]);
+        DELTA(a[3], a[2]);
+        GET(a[4]);
+        gc_id_ = a[0];
+        break;
+      }
+      case JT_PROMOTE_DIRECT:
+        DELTA(a[0], gc_id_);
+        DELTA(a[1], promote_end_);
+        GET(a[2]);
+        GET(a[3]);
+        gc_id_ = a[0];
+        promote_end_ = a[1] + a[2];
+        break;
+    }
+    *pp = p;
+    return true;
+  }
+  switch (r->type) {
+    case kThread:
+      GET(r->id);
+      GET(r->tid);
+      if (r->tid > UINT32_MAX || r->id > UINT32_MAX - 1) return fail("thread record: value out of range");
+      if (!get_text(&p, end, kMaxNameLen, &r->text)) return fail("thread record: name cut off or too long");
+      break;
+    case kClass:
+    case kString:
+      GET(r->id);
+      if (!get_text(&p, end, kMaxNameLen, &r->text)) return fail("name record: name cut off or too long");
+      break;
+    case kLost:
+      if (!ts(&r->ts_ns)) return fail("lost record: timestamp cut off");
+      GET(r->count);
+      break;
+    case kMeta:
+      if (!get_text(&p, end, kMaxMetaLen, &r->text)) return fail("meta record cut off or too long");
+      break;
+    case kEnd:
+      if (!ts(&r->ts_ns)) return fail("end record: timestamp cut off");
+      GET(r->id);
+      GET(r->count);
+      GET(r->lost);
+      if (!get_text(&p, end, kMaxNameLen, &r->text)) return fail("end record: text cut off");
+      break;
+    default:
+      return fail("unknown record type");
+  }
+#undef GET
+#undef DELTA
+  *pp = p;
+  return true;
+}
+
+const ProbeInfo& probe_info(uint16_t probe) {
+  static const ProbeInfo kInfo[JT_PROBE_COUNT] = {
+      {"tlab__refill", 6,
+       {"tlab_start", "tlab_bytes", "alloc_bytes", "class", "", "retired_waste_bytes"},
+       {kHex, kNum, kNum, kClassId, kUnused, kNum}},
+      {"alloc__slow__enter", 3, {"alloc_bytes", "class", ""}, {kNum, kClassId, kUnused}},
+      {"alloc__slow__exit", 4, {"address", "alloc_bytes", "outcome", "gcs"}, {kHex, kNum, kNum, kNum}},
+      {"gc__start", 6,
+       {"gc_id", "name", "cause", "kind", "heap_used", "heap_committed"},
+       {kNum, kStringId, kStringId, kNum, kNum, kNum}},
+      {"gc__end", 6,
+       {"gc_id", "name", "cause", "kind", "heap_used", "heap_committed"},
+       {kNum, kStringId, kStringId, kNum, kNum, kNum}},
+      {"plab__alloc", 4, {"gc_id", "plab_start", "plab_bytes", "dest"}, {kNum, kHex, kNum, kNum}},
+      {"plab__retire", 6,
+       {"gc_id", "plab_start", "plab_bytes", "used_bytes", "wasted_bytes", "dest"},
+       {kNum, kHex, kNum, kNum, kNum, kNum}},
+      {"promote__direct", 4, {"gc_id", "address", "bytes", "dest"}, {kNum, kHex, kNum, kNum}},
+  };
+  static const ProbeInfo kUnknown = {"unknown", 0, {}, {}};
+  return probe < JT_PROBE_COUNT ? kInfo[probe] : kUnknown;
+}
+
+}  // namespace jvmtrace::trace

@@ -1,0 +1,67 @@
+// Encoding and decoding of the records inside one trace block: the delta
+// state both sides keep, in one place so the two cannot drift apart.
+// Framing (block headers, checksums, files) is trace_writer / trace_reader.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trace_format.h"
+
+namespace jvmtrace::trace {
+
+// Any one record of a payload, decoded.
+struct Record {
+  uint8_t type = 0;       // 0..7: an event (probe); else RecordType
+  Event event;            // events
+  uint64_t ts_ns = 0;     // events, kLost, kEnd
+  uint64_t id = 0;        // kThread index, kClass / kString id, kEnd reason
+  uint64_t tid = 0;       // kThread
+  uint64_t count = 0;     // kLost count, kEnd events
+  uint64_t lost = 0;      // kEnd
+  std::string text;       // names, kMeta lines, kEnd text
+};
+
+// The state of one block; reset() at every block start on both sides.
+class BlockCodec {
+ public:
+  void reset();
+
+  // Appends a record to out.
+  void put_event(std::string* out, const Event& e);
+  void put_lost(std::string* out, uint64_t ts_ns, uint64_t count);
+  void put_end(std::string* out, uint64_t ts_ns, uint8_t reason, uint64_t events, uint64_t lost,
+               const std::string& text);
+  static void put_thread(std::string* out, uint32_t index, uint32_t tid, const std::string& name);
+  static void put_name(std::string* out, RecordType type, uint64_t id, const std::string& name);
+  static void put_meta(std::string* out, const std::string& lines);
+
+  // Decodes the record at *p (advanced past it).  On malformed input returns
+  // false with *why set; *p then points at the record's first byte.
+  bool get(const uint8_t** p, const uint8_t* end, Record* r, const char** why);
+
+  // The first timestamp of the block (0 until a timed record is put or got).
+  uint64_t base_ts() const { return base_ts_; }
+  void set_base_ts(uint64_t ts) { base_ts_ = prev_ts_ = ts; have_ts_ = true; }
+
+ private:
+  struct ThreadState {
+    uint32_t gen = 0;
+    uint64_t tlab_bytes = 0, refill_start = 0, enter_bytes = 0;
+    uint64_t plab_start[2] = {}, plab_end[2] = {}, plab_bytes[2] = {};
+  };
+  ThreadState& thread(uint32_t index);
+  void put_ts(std::string* out, uint64_t ts);
+
+  uint32_t gen_ = 1;
+  bool have_ts_ = false;
+  uint64_t base_ts_ = 0, prev_ts_ = 0;
+  uint64_t tlab_end_ = 0, gc_id_ = 0, heap_used_ = 0, heap_committed_ = 0, promote_end_ = 0;
+  std::vector<ThreadState> threads_;
+};
+
+// Names longer than this are cut when written and rejected when read.
+constexpr uint64_t kMaxNameLen = 4096;
+constexpr uint64_t kMaxMetaLen = 1 << 16;
+
+}  // namespace jvmtrace::trace

@@ -1,0 +1,70 @@
+// The jvmtrace trace file (docs/trace-format.md is the full description):
+//
+//   file   := file_header block*
+//   file_header (16 bytes) := "JVMTRACE" u32 version u32 flags     (little endian)
+//   block  := block_header payload
+//   block_header (28 bytes) := "JTBK" u32 seq u32 payload_len u32 records u64 base_ts u32 crc32c
+//   payload := record*           crc32c covers header bytes 4..23 and the payload
+//
+// A block decodes on its own given the tables (threads, classes, strings)
+// defined in it and before it: all delta state restarts at each block, so a
+// file cut at any byte reads up to its last complete block.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "jvmtrace_events.h"
+
+namespace jvmtrace::trace {
+
+constexpr char kFileMagic[8] = {'J', 'V', 'M', 'T', 'R', 'A', 'C', 'E'};
+constexpr uint32_t kVersion = 1;
+constexpr size_t kFileHeaderSize = 16;
+constexpr char kBlockMagic[4] = {'J', 'T', 'B', 'K'};
+constexpr size_t kBlockHeaderSize = 28;
+constexpr uint32_t kMaxPayload = 16u << 20;  // a reader rejects larger blocks as corrupt
+
+// Record types: the low 4 bits of a record's tag byte.  0..7 are events
+// (enum jt_probe); an event's high 4 bits hold its thread index + 1 when the
+// index is below 15, else 0 and the index follows as a varint.
+enum RecordType : uint8_t {
+  kThread = 8,   // varint index, varint tid, varint len, name
+  kClass = 9,    // varint id, varint len, name         (ids 0, 1, 2, ... in order)
+  kString = 10,  // varint id, varint len, text         (GC names and causes)
+  kLost = 11,    // ts delta, varint count: events the kernel dropped since the last kLost
+  kMeta = 12,    // varint len, "key=value\n" lines
+  kEnd = 13,     // ts delta, varint reason, varint events, varint lost, varint len, text
+};
+
+// Why a recording ended (kEnd).
+enum EndReason : uint8_t {
+  kEndUser = 0,        // Ctrl-C / SIGTERM
+  kEndDuration = 1,    // -d elapsed
+  kEndTargetExit = 2,  // the traced process exited
+  kEndError = 3,       // e.g. reading the ring buffer failed
+  kEndReasonCount,
+};
+const char* end_reason_name(uint8_t reason);
+
+// One probe hit as the trace holds it.  a[] is jt_event.args with strings
+// replaced by table ids: tlab__refill a[3] and alloc__slow__enter a[1] are
+// class ids, gc__start/end a[1] and a[2] string ids; the class-name lengths
+// (tlab__refill a[4], alloc__slow__enter a[2]) are not stored and read 0.
+struct Event {
+  uint64_t ts_ns = 0;
+  uint32_t thread = 0;  // index into the thread table
+  uint16_t probe = 0;   // enum jt_probe
+  uint64_t a[JT_EVENT_MAX_ARGS] = {};
+};
+
+// What each slot of Event::a is, per probe, for printing.
+enum ArgKind : uint8_t { kNum, kHex, kClassId, kStringId, kUnused };
+struct ProbeInfo {
+  const char* name;
+  int nargs;
+  const char* arg_names[JT_EVENT_MAX_ARGS];
+  ArgKind kinds[JT_EVENT_MAX_ARGS];
+};
+const ProbeInfo& probe_info(uint16_t probe);
+
+}  // namespace jvmtrace::trace

@@ -1,0 +1,169 @@
+#include "trace_writer.h"
+
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "crc32c.h"
+
+namespace jvmtrace::trace {
+
+namespace {
+
+void put_le32(char* p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = static_cast<char>(v >> (8 * i));
+}
+void put_le64(char* p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = static_cast<char>(v >> (8 * i));
+}
+
+uint64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+}
+
+// Writes all of buf; false with errno on failure.
+bool write_all(int fd, const char* buf, size_t len) {
+  while (len > 0) {
+    ssize_t n = ::write(fd, buf, len);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    if (n == 0) {
+      errno = EIO;
+      return false;
+    }
+    buf += n;
+    len -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+TraceWriter::~TraceWriter() { close(); }
+
+bool TraceWriter::open(const std::string& path, std::string* error) {
+  path_ = path;
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    *error = "cannot create " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  char h[kFileHeaderSize];
+  std::memcpy(h, kFileMagic, 8);
+  put_le32(h + 8, kVersion);
+  put_le32(h + 12, 0);
+  if (!write_all(fd_, h, sizeof h)) {
+    *error = "cannot write " + path + ": " + std::strerror(errno);
+    ::close(fd_);
+    fd_ = -1;
+    return false;
+  }
+  offset_ = kFileHeaderSize;
+  codec_.reset();
+  return true;
+}
+
+void TraceWriter::record_added(uint64_t now_ns) {
+  if (records_++ == 0) block_born_ns_ = now_ns ? now_ns : monotonic_ns();
+}
+
+uint32_t TraceWriter::define_thread(uint32_t tid, const std::string& name) {
+  BlockCodec::put_thread(&payload_, threads_, tid, name);
+  record_added(0);
+  return threads_++;
+}
+
+uint32_t TraceWriter::define_class(const std::string& name) {
+  BlockCodec::put_name(&payload_, kClass, classes_, name);
+  record_added(0);
+  return classes_++;
+}
+
+uint32_t TraceWriter::define_string(const std::string& text) {
+  BlockCodec::put_name(&payload_, kString, strings_, text);
+  record_added(0);
+  return strings_++;
+}
+
+void TraceWriter::meta(const std::string& lines) {
+  BlockCodec::put_meta(&payload_, lines);
+  record_added(0);
+}
+
+void TraceWriter::event(const Event& e) {
+  if (failed()) return;
+  codec_.put_event(&payload_, e);
+  record_added(e.ts_ns);
+  events_++;
+  if (payload_.size() >= block_bytes) flush();
+}
+
+void TraceWriter::lost(uint64_t ts_ns, uint64_t count) {
+  if (failed() || count == 0) return;
+  codec_.put_lost(&payload_, ts_ns, count);
+  record_added(ts_ns);
+  lost_ += count;
+}
+
+void TraceWriter::end(uint64_t ts_ns, uint8_t reason, const std::string& text) {
+  if (failed()) return;
+  codec_.put_end(&payload_, ts_ns, reason, events_, lost_, text);
+  record_added(ts_ns);
+}
+
+bool TraceWriter::maybe_flush(uint64_t now_ns) {
+  if (failed()) return false;
+  if (records_ && (payload_.size() >= block_bytes || now_ns - block_born_ns_ >= max_age_ns)) return flush();
+  return true;
+}
+
+bool TraceWriter::flush() {
+  if (failed() || fd_ < 0) return false;
+  if (records_ == 0) return true;
+  char h[kBlockHeaderSize];
+  std::memcpy(h, kBlockMagic, 4);
+  put_le32(h + 4, seq_);
+  put_le32(h + 8, static_cast<uint32_t>(payload_.size()));
+  put_le32(h + 12, records_);
+  put_le64(h + 16, codec_.base_ts());
+  uint32_t crc = crc32c(0, h + 4, 20);
+  crc = crc32c(crc, payload_.data(), payload_.size());
+  put_le32(h + 24, crc);
+  // Header and payload in one write: the common case leaves no half block.
+  std::string block(h, sizeof h);
+  block += payload_;
+  if (!write_all(fd_, block.data(), block.size())) {
+    const int err = errno;
+    error_ = "writing " + path_ + " failed at offset " + std::to_string(offset_) + ": " + std::strerror(err) +
+             "; the trace keeps its " + std::to_string(seq_) + " complete blocks (" + std::to_string(offset_) +
+             " bytes)";
+    if (ftruncate(fd_, static_cast<off_t>(offset_)) != 0) error_ += " (and cutting off the partial block failed)";
+    return false;
+  }
+  offset_ += block.size();
+  seq_++;
+  records_ = 0;
+  payload_.clear();
+  codec_.reset();
+  return true;
+}
+
+bool TraceWriter::close() {
+  if (fd_ < 0) return !failed();
+  bool ok = flush();
+  if (::close(fd_) != 0 && ok) {
+    error_ = "closing " + path_ + ": " + std::strerror(errno);
+    ok = false;
+  }
+  fd_ = -1;
+  return ok && !failed();
+}
+
+}  // namespace jvmtrace::trace

@@ -1,0 +1,62 @@
+// Writing a trace file: records go into a block in memory; a full or old
+// block is checksummed and written with one write().  A write error (a full
+// disk) cuts the file back to its last complete block and makes the writer
+// refuse further records: what was written stays readable.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "trace_codec.h"
+
+namespace jvmtrace::trace {
+
+class TraceWriter {
+ public:
+  TraceWriter() = default;
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
+  ~TraceWriter();
+
+  // Creates (or truncates) path and writes the file header.
+  bool open(const std::string& path, std::string* error);
+
+  // Table entries: ids are given out in order.  A definition goes into the
+  // current block, before any record that uses it.
+  uint32_t define_thread(uint32_t tid, const std::string& name);
+  uint32_t define_class(const std::string& name);
+  uint32_t define_string(const std::string& text);
+  void meta(const std::string& lines);
+
+  void event(const Event& e);
+  void lost(uint64_t ts_ns, uint64_t count);
+  void end(uint64_t ts_ns, uint8_t reason, const std::string& text);
+
+  // Writes the block if it holds at least block_bytes or its first record is
+  // older than max_age_ns (monotonic now_ns); flush() writes it regardless.
+  // False once writing has failed (see error()).
+  bool maybe_flush(uint64_t now_ns);
+  bool flush();
+  bool close();
+
+  bool failed() const { return !error_.empty(); }
+  const std::string& error() const { return error_; }
+  uint64_t events() const { return events_; }
+  uint64_t lost_total() const { return lost_; }
+  uint64_t bytes() const { return offset_ + payload_.size() + (records_ ? kBlockHeaderSize : 0); }
+  uint64_t bytes_on_disk() const { return offset_; }
+  uint64_t blocks() const { return seq_; }
+
+  uint64_t block_bytes = 256 << 10;
+  uint64_t max_age_ns = 1000000000;
+
+ private:
+  void record_added(uint64_t now_ns);
+
+  int fd_ = -1;
+  std::string path_, error_, payload_;
+  BlockCodec codec_;
+  uint32_t seq_ = 0, records_ = 0, threads_ = 0, classes_ = 0, strings_ = 0;
+  uint64_t offset_ = 0, events_ = 0, lost_ = 0, block_born_ns_ = 0;
+};
+
+}  // namespace jvmtrace::trace
