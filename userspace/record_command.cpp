@@ -34,13 +34,14 @@ struct Options {
   std::string binary;
   double duration = 0;
   long buffer_mb = 16;
+  long block_kb = 256;
   bool verbose = false;
   int progress = -1;  // -1: when stderr is a terminal
 };
 
 void usage(FILE* out) {
   std::fprintf(out,
-               "USAGE: jvmtrace record -p PID -o FILE [-d SEC] [--buffer-mb N] [-q|--progress] [-v]\n"
+               "USAGE: jvmtrace record -p PID -o FILE [-d SEC] [--buffer-mb N] [--block-kb N] [-q|--progress] [-v]\n"
                "Records every jvmtrace probe hit of a patched JVM (TLAB refills, slow-path\n"
                "allocations, GCs, PLABs, direct promotions) into a compact trace file, until\n"
                "Ctrl-C, -d, or the JVM's exit.  Events the kernel could not queue are counted,\n"
@@ -49,6 +50,8 @@ void usage(FILE* out) {
                "  -o, --output FILE     the trace file to create (overwritten)\n"
                "  -d, --duration SEC    stop after SEC seconds\n"
                "      --buffer-mb N     kernel ring buffer size in MiB, a power of two (default 16)\n"
+               "      --block-kb N      trace block size in KiB (default 256); a block is also written\n"
+               "                        once a second, so a killed recorder loses at most ~1 s\n"
                "  -q, --quiet           no progress line\n"
                "      --progress        a progress line even when stderr is not a terminal\n"
                "  -b, --binary PATH     the ELF file with the probes (default: PID's libjvm.so)\n"
@@ -165,7 +168,8 @@ int record_command(int argc, char** argv) {
       {"duration", required_argument, nullptr, 'd'},  {"buffer-mb", required_argument, nullptr, 'm'},
       {"quiet", no_argument, nullptr, 'q'},           {"progress", no_argument, nullptr, 'P'},
       {"binary", required_argument, nullptr, 'b'},    {"verbose", no_argument, nullptr, 'v'},
-      {"help", no_argument, nullptr, 'h'},            {nullptr, 0, nullptr, 0}};
+      {"block-kb", required_argument, nullptr, 'k'},  {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0}};
   int c;
   optind = 1;
   while ((c = getopt_long(argc, argv, "p:o:d:b:qvh", longopts, nullptr)) != -1) {
@@ -186,6 +190,12 @@ int record_command(int argc, char** argv) {
       case 'm':
         if (!parse_long(optarg, 1, 4096, &o.buffer_mb) || (o.buffer_mb & (o.buffer_mb - 1))) {
           std::fprintf(stderr, "jvmtrace record: --buffer-mb takes a power of two from 1 to 4096, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 'k':
+        if (!parse_long(optarg, 1, 16384, &o.block_kb)) {
+          std::fprintf(stderr, "jvmtrace record: --block-kb takes a number from 1 to 16384, not '%s'\n", optarg);
           return 2;
         }
         break;
@@ -213,6 +223,7 @@ int record_command(int argc, char** argv) {
   if (!check_target("jvmtrace record", o.pid, o.binary, &target)) return 1;
   // The output first: an unwritable path must fail before anything attaches.
   trace::TraceWriter writer;
+  writer.block_bytes = static_cast<uint64_t>(o.block_kb) << 10;
   std::string error;
   if (!writer.open(o.output, &error)) {
     std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
