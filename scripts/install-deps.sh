@@ -6,7 +6,7 @@
 #   scripts/install-deps.sh --jdk-build  # also what building HotSpot needs
 set -euo pipefail
 
-runtime=(build-essential cmake pkg-config clang llvm libbpf-dev libelf-dev zlib1g-dev
+runtime=(build-essential cmake pkg-config clang llvm libclang-rt-14-dev libbpf-dev libelf-dev zlib1g-dev
          bpftool bpftrace systemtap-sdt-dev binutils bc
          openjdk-17-jdk-headless python3 python3-pytest)
 jdk_build=(autoconf zip unzip file ccache dpkg-dev

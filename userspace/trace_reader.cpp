@@ -88,7 +88,7 @@ bool TraceReader::open_memory(const uint8_t* data, size_t size, std::string* err
 size_t TraceReader::fetch(uint8_t* dst, size_t n) {
   if (file_) return std::fread(dst, 1, n, file_);
   const size_t k = n < mem_size_ - mem_pos_ ? n : mem_size_ - mem_pos_;
-  std::memcpy(dst, mem_ + mem_pos_, k);
+  if (k) std::memcpy(dst, mem_ + mem_pos_, k);  // dst may be null when k == 0
   mem_pos_ += k;
   return k;
 }

@@ -1,0 +1,326 @@
+"""`jvmtrace record` / `dump` / `report`: exact event streams from the USDT
+fixture under several threads, agreement with JFR and -Xlog:gc on the real
+patched JVM (G1 and Parallel), clean ends (target exit, recorder killed, disk
+full), nothing left attached, and clear errors on bad input."""
+import json
+import os
+import signal
+import subprocess
+import time
+from collections import Counter, defaultdict
+
+import pytest
+
+from conftest import BUILD_DIR
+from helpers import LineReader, go_uptime_s, jfr_events, parse_gc_log, traced_run
+from test_jvm_probes import GCS, java_cmd, worker_tid
+
+JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
+U64 = 0xf7f6f5f4f3f2f1f0
+U32 = 0xe3e2e1e0
+NAME = "Lsentinel/Klass;"
+
+
+def jvmtrace(*args, timeout=120):
+    return subprocess.run([str(JVMTRACE), *map(str, args)], capture_output=True, text=True, timeout=timeout)
+
+
+def dump_json(path):
+    r = jvmtrace("dump", "--json", path)
+    recs = [json.loads(l) for l in r.stdout.splitlines()]
+    return r, recs
+
+
+def record_run(target_cmd, out, *extra):
+    run = traced_run(lambda pid: [str(JVMTRACE), "record", "-p", str(pid), "-o", str(out), "-q", *extra],
+                     target_cmd, ready=lambda l: l.startswith("Recording PID"), stderr_ready=True)
+    return run
+
+
+def fixture_round(i):
+    """The fixture's round i, per usdt_fixture.cpp's header, as dump prints it."""
+    gc = {"name": "SentinelGC", "cause": "Sentinel cause", "kind": i % 3}
+    return [
+        ("tlab__refill", {"tlab_start": U64, "tlab_bytes": 0x10000 + i, "alloc_bytes": i, "class": NAME,
+                          "retired_waste_bytes": U64 - 1}),
+        ("alloc__slow__enter", {"alloc_bytes": i, "class": NAME}),
+        ("alloc__slow__exit", {"address": U64, "alloc_bytes": i, "outcome": i % 6, "gcs": U32}),
+        ("gc__start", {"gc_id": i, **gc, "heap_used": U64, "heap_committed": U64 - 2}),
+        ("gc__end", {"gc_id": i, **gc, "heap_used": U64 - 3, "heap_committed": U64 - 4}),
+        ("plab__alloc", {"gc_id": i, "plab_start": U64, "plab_bytes": 0x2000, "dest": i % 2}),
+        ("plab__retire", {"gc_id": i, "plab_start": U64, "plab_bytes": 0x2000, "used_bytes": 0x1800,
+                          "wasted_bytes": 0x800, "dest": i % 2}),
+        ("promote__direct", {"gc_id": i, "address": U64, "bytes": 0x4000 + i, "dest": i % 2}),
+    ]
+
+
+def test_fixture_stream_is_exact_under_four_threads(usdt_fixture, tmp_path):
+    """Every event of 4 threads x 3000 rounds, each argument, in each thread's
+    order; names read once; report's counts agree."""
+    threads, rounds = 4, 3000
+    out = tmp_path / "fx.jvmtrace"
+    run = record_run([str(usdt_fixture), "--wait-for", "stdin", "--real-tid", "--threads", str(threads),
+                      "--rounds", str(rounds), "--linger", "300"], out, "-b", usdt_fixture)
+    assert run.target_rc == 0, run.target_err
+    r, recs = dump_json(out)
+    assert r.returncode == 0, r.stderr
+    events = [x for x in recs if x["type"] == "event"]
+    per_thread = defaultdict(list)
+    for e in events:
+        per_thread[e["tid"]].append(e)
+    assert len(per_thread) == threads
+    expected = [ev for i in range(rounds) for ev in fixture_round(i)]
+    for tid, evs in per_thread.items():
+        assert [(e["probe"], e["args"]) for e in evs] == expected, f"thread {tid}"
+        ts = [e["ts_ns"] for e in evs]
+        assert ts == sorted(ts)
+        assert {e["thread"] for e in evs} == {"usdt_fixture"}
+    end = next(x for x in recs if x["type"] == "end")
+    assert (end["events"], end["lost"], end["reason"]) == (threads * rounds * 8, 0, "target exited")
+    assert recs[-1]["status"] == "complete"
+    rep = json.loads(jvmtrace("report", "--json", out).stdout)
+    assert rep["events_by_probe"] == {p: threads * rounds for p, _ in fixture_round(0)}
+    assert rep["slow_path_outcomes"] == {
+        name: threads * sum(1 for i in range(rounds) if i % 6 == o)
+        for o, name in enumerate(["failed", "new_tlab", "outside_tlab", "new_tlab_after_gc",
+                                  "outside_tlab_after_gc", "current_tlab"])}
+    assert [c["class"] for c in rep["classes"]] == [NAME]
+    # Compact: the encoding must not regress past what this stream costs now
+    # (sentinels are 64-bit extremes, far worse than a JVM's values).
+    size = out.stat().st_size
+    assert size / len(events) < 16, f"{size / len(events):.2f} bytes per event"
+
+
+@pytest.fixture(scope="module", params=list(GCS))
+def jvm_record(request, jdks, java_classes, tmp_path_factory):
+    gc = request.param
+    d = tmp_path_factory.mktemp(f"record-{gc}")
+    out, jfr, log = d / "jvm.jvmtrace", d / "rec.jfr", d / "gc.log"
+    run = record_run(java_cmd(jdks["patched"], java_classes, gc, 64, "AllocWorker", 3_000_000, jfr, gc_log=log),
+                     out)
+    assert run.target_rc == 0, run.target_err
+    r, recs = dump_json(out)
+    assert r.returncode == 0, r.stderr
+    return dict(gc=gc, run=run, out=out, jfr=jfr, log=log, home=jdks["patched"], recs=recs,
+                events=[x for x in recs if x["type"] == "event"])
+
+
+def test_jvm_trace_equals_jfr_and_gc_log(jvm_record):
+    """The recorded worker thread's TLAB refills and outside-TLAB allocations
+    equal JFR's (class, sizes); new PLABs per GC id equal JFR's; GC ids equal
+    -Xlog:gc's; no event lost."""
+    x = jvm_record
+    tid = worker_tid(x["run"])
+    ev = [e for e in x["events"] if e["tid"] == tid]
+    assert {e["thread"] for e in ev} == {"alloc-worker"}
+    ours = Counter((e["args"]["class"], e["args"]["alloc_bytes"], e["args"]["tlab_bytes"])
+                   for e in ev if e["probe"] == "tlab__refill")
+    jfr = Counter((v["objectClass"]["name"], v["allocationSize"], v["tlabSize"])
+                  for v in (j["values"] for j in jfr_events(x["home"], x["jfr"], "jdk.ObjectAllocationInNewTLAB"))
+                  if v["eventThread"]["osThreadId"] == tid)
+    assert sum(jfr.values()) > 200 and ours == jfr
+    # Outside-TLAB: the enter's class, the exit's size and outcome.
+    outside, enter = Counter(), None
+    for e in ev:
+        if e["probe"] == "alloc__slow__enter":
+            enter = e
+        elif e["probe"] == "alloc__slow__exit" and e["args"]["outcome"] in (2, 4):
+            outside[(enter["args"]["class"], e["args"]["alloc_bytes"])] += 1
+    jfr_out = Counter((v["objectClass"]["name"], v["allocationSize"])
+                      for v in (j["values"] for j in jfr_events(x["home"], x["jfr"], "jdk.ObjectAllocationOutsideTLAB"))
+                      if v["eventThread"]["osThreadId"] == tid)
+    assert outside == jfr_out
+    starts = [e["args"]["gc_id"] for e in x["events"] if e["probe"] == "gc__start"]
+    ends = [e["args"]["gc_id"] for e in x["events"] if e["probe"] == "gc__end"]
+    logged = parse_gc_log(x["log"].read_text(), go_uptime_s(x["run"].target_out))
+    assert len(logged) >= 5 and sorted(starts) == sorted(ends) == [g for g, _, _ in logged]
+    jfr_new = Counter(j["values"]["gcId"] for j in jfr_events(x["home"], x["jfr"], "jdk.PromoteObjectInNewPLAB"))
+    ours_new = Counter(e["args"]["gc_id"] for e in x["events"] if e["probe"] == "plab__alloc")
+    assert sum(jfr_new.values()) > 20 and ours_new == jfr_new
+    end = next(r for r in x["recs"] if r["type"] == "end")
+    assert end["lost"] == 0 and end["events"] == len(x["events"]) and end["reason"] == "target exited"
+
+
+def test_jvm_report_agrees_with_the_dump(jvm_record):
+    """report's per-GC rows and totals are the dump's events, summed
+    independently here."""
+    x = jvm_record
+    r = jvmtrace("report", "--json", x["out"])
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    ev = x["events"]
+    assert rep["events"] == len(ev) and rep["lost"] == 0
+    assert rep["events_by_probe"] == dict(Counter(e["probe"] for e in ev)) | {
+        p: 0 for p in rep["events_by_probe"] if p not in {e["probe"] for e in ev}}
+    refills = [e["args"]["tlab_bytes"] for e in ev if e["probe"] == "tlab__refill"]
+    assert rep["tlab_size"]["count"] == len(refills) and rep["tlab_size"]["sum"] == sum(refills)
+    assert rep["tlab_size"]["max"] == max(refills)
+    gcs = {g["id"]: g for g in rep["gcs"]}
+    for e in ev:
+        if e["probe"] == "gc__start":
+            assert gcs[e["args"]["gc_id"]]["cause"] == e["args"]["cause"]
+            assert gcs[e["args"]["gc_id"]]["heap_used_before"] == e["args"]["heap_used"]
+    plabs = Counter(e["args"]["gc_id"] for e in ev if e["probe"] == "plab__alloc")
+    assert {g: v["plabs"] for g, v in gcs.items() if v["plabs"]} == dict(plabs)
+    alloc = sum(refills) + sum(e["args"]["alloc_bytes"] for e in ev
+                               if e["probe"] == "alloc__slow__exit" and e["args"]["outcome"] in (2, 4))
+    assert sum(rep["allocation_rate"]["bytes"]) == alloc
+    text = jvmtrace("report", x["out"])
+    assert text.returncode == 0 and "Collections (" in text.stdout and "alloc-worker" in text.stdout
+
+
+def start_java(jdks, java_classes, main, *args, gc="G1"):
+    proc = subprocess.Popen(java_cmd(jdks["patched"], java_classes, gc, 64, main, *args),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    LineReader(proc.stdout).wait_for(lambda l: l.startswith("ready"), 60, "ready")
+    return proc
+
+
+def start_record(pid, out, *extra):
+    rec = subprocess.Popen([str(JVMTRACE), "record", "-p", str(pid), "-o", str(out), "-q", *map(str, extra)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err = LineReader(rec.stderr)
+    err.wait_for(lambda l: l.startswith("Recording PID"), 60, "record to attach")
+    rec.err = err  # the reader owns stderr now: rec.err.drain() gives its lines
+    return rec
+
+
+def finish(rec, timeout=60):
+    rec.wait(timeout)
+    return "\n".join(rec.err.drain())
+
+
+def test_target_killed_mid_record_leaves_a_complete_trace(jdks, java_classes, tmp_path):
+    out = tmp_path / "killed.jvmtrace"
+    proc = start_java(jdks, java_classes, "AllocWorker", 400_000_000)
+    try:
+        rec = start_record(proc.pid, out)
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        time.sleep(2)
+        proc.kill()
+        err = finish(rec)
+        assert rec.returncode == 0, err
+        assert "target exited" in err
+    finally:
+        proc.kill()
+        proc.wait(60)
+    r, recs = dump_json(out)
+    assert r.returncode == 0, r.stderr
+    events = [x for x in recs if x["type"] == "event"]
+    assert len(events) > 100 and recs[-2]["type"] == "end" and recs[-2]["reason"] == "target exited"
+
+
+def test_recorder_killed_leaves_a_readable_trace(jdks, java_classes, tmp_path):
+    """SIGKILL: no end record, but every block written (one a second at
+    least) reads; dump says so with exit status 3."""
+    out = tmp_path / "recorder-killed.jvmtrace"
+    proc = start_java(jdks, java_classes, "AllocWorker", 400_000_000)
+    try:
+        rec = start_record(proc.pid, out)
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        time.sleep(3)
+        rec.kill()
+        rec.wait(30)
+    finally:
+        proc.kill()
+        proc.wait(60)
+    r, recs = dump_json(out)
+    assert r.returncode == 3, r.stderr
+    assert "no end record" in r.stderr or "cut off" in r.stderr
+    assert sum(1 for x in recs if x["type"] == "event") > 100
+
+
+def links_and_uprobes():
+    links = subprocess.run(["bpftool", "-j", "link", "show"], capture_output=True, text=True, check=True)
+    progs = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True, check=True)
+    names = {"tlab__refill", "alloc__slow__enter", "alloc__slow__exit", "gc__start", "gc__end", "plab__alloc",
+             "plab__retire", "promote__direct"}  # bpftool prints the full names (from BTF)
+    ours = sorted(p["name"] for p in json.loads(progs.stdout or "[]") if p.get("name", "") in names)
+    tracefs = "/sys/kernel/tracing/uprobe_events"
+    uprobes = open(tracefs).read() if os.path.exists(tracefs) else ""
+    return len(json.loads(links.stdout or "[]")), ours, uprobes
+
+
+def test_attach_and_detach_leave_nothing_behind(jdks, java_classes, tmp_path):
+    """While recording, our programs are loaded; after Ctrl-C the link count,
+    the loaded programs and tracefs' uprobe_events are as before, and the
+    JVM runs on."""
+    before = links_and_uprobes()
+    assert not before[1], f"jvmtrace programs already loaded: {before[1]}"
+    proc = start_java(jdks, java_classes, "AllocWorker", 400_000_000)
+    try:
+        rec = start_record(proc.pid, tmp_path / "detach.jvmtrace")
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        time.sleep(1)
+        assert len(links_and_uprobes()[1]) == 8, "all eight programs loaded while recording"
+        rec.send_signal(signal.SIGINT)
+        err = finish(rec)
+        assert rec.returncode == 0 and "interrupted" in err, err
+        deadline = time.monotonic() + 5
+        while links_and_uprobes() != before and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert links_and_uprobes() == before
+        assert proc.poll() is None, "the JVM must survive the detach"
+    finally:
+        proc.kill()
+        proc.wait(60)
+
+
+def test_disk_full_stops_cleanly_and_keeps_complete_blocks(usdt_fixture, tmp_path):
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], check=True)
+    try:
+        out = mnt / "full.jvmtrace"
+        fx = subprocess.Popen([str(usdt_fixture), "--wait-for", "any", "--real-tid", "--rounds", "200000",
+                               "--linger", "3000"], stdout=subprocess.PIPE, text=True)
+        LineReader(fx.stdout).wait_for(lambda l: l.startswith("ready"), 30, "fixture")
+        r = subprocess.run([str(JVMTRACE), "record", "-p", str(fx.pid), "-b", str(usdt_fixture), "-o", str(out),
+                            "-q", "--block-kb", "16"], capture_output=True, text=True, timeout=60)
+        fx.kill()
+        fx.wait()
+        assert r.returncode == 1, r.stderr
+        assert "No space left on device" in r.stderr and "complete blocks" in r.stderr, r.stderr
+        d, recs = dump_json(out)
+        assert d.returncode == 3 and "no end record" in d.stderr, d.stderr
+        events = [x for x in recs if x["type"] == "event"]
+        assert len(events) > 1000
+        assert recs[-1]["status"] == "no_end"
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_bad_input_gets_a_clear_error(jdks, java_classes, tmp_path, usdt_fixture):
+    r = jvmtrace("record", "-p", os.getpid(), "-o", tmp_path / "x")
+    assert r.returncode == 1 and "is not a JVM" in r.stderr and not (tmp_path / "x").exists()
+    p = subprocess.Popen(["true"]); p.wait()
+    r = jvmtrace("record", "-p", p.pid, "-o", tmp_path / "x")
+    assert r.returncode == 1 and f"no process with PID {p.pid}" in r.stderr
+    for bad in (["record"], ["record", "-p", "1"], ["record", "-o", "f"], ["record", "-p", "1", "-o", "f", "-d", "0"],
+                ["record", "-p", "1", "-o", "f", "--buffer-mb", "3"], ["dump"], ["dump", "a", "b"], ["report"]):
+        r = jvmtrace(*bad)
+        assert r.returncode == 2 and "jvmtrace" in r.stderr, (bad, r.stderr)
+    for cmd in ("record", "dump", "report"):
+        h = jvmtrace(cmd, "--help")
+        assert h.returncode == 0 and "USAGE" in h.stdout and "EXAMPLES" in h.stdout
+    fx = subprocess.Popen([str(usdt_fixture), "--wait-for", "stdin"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          text=True)
+    try:
+        LineReader(fx.stdout).wait_for(lambda l: l.startswith("ready"), 30, "fixture")
+        r = jvmtrace("record", "-p", fx.pid, "-b", usdt_fixture, "-o", "/proc/no/such/dir/x")
+        assert r.returncode == 1 and "cannot create /proc/no/such/dir/x" in r.stderr
+    finally:
+        fx.stdin.close()
+        fx.wait(30)
+    # Files that are not traces.
+    (tmp_path / "empty").write_bytes(b"")
+    (tmp_path / "text").write_text("hello, this is not a trace at all\n")
+    for f, msg in ((tmp_path / "empty", "shorter than the 16-byte file header"),
+                   (tmp_path / "text", "does not start with \"JVMTRACE\""),
+                   (tmp_path / "missing", "No such file"), (tmp_path, "is a directory")):
+        for cmd in ("dump", "report"):
+            r = jvmtrace(cmd, f)
+            assert r.returncode == 1 and msg in r.stderr, (cmd, f, r.stderr)

@@ -1,0 +1,226 @@
+// Property tests of the trace format without root or BPF: random events with
+// edge values are written, read back and compared field by field; then the
+// file is cut at every byte and damaged at random bytes, and each time the
+// reader must hand out exactly a prefix of what was written and say why it
+// stopped.  Run by tests/test_trace_format.py; exit status 0 = all passed.
+//
+//   trace_format_test [--seed N] [--events N]
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "trace_reader.h"
+#include "trace_writer.h"
+
+using namespace jvmtrace::trace;
+
+namespace {
+
+int failures = 0;
+#define CHECK(cond, ...)                                   \
+  do {                                                     \
+    if (!(cond)) {                                         \
+      if (failures++ < 20) {                               \
+        std::fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+        std::fprintf(stderr, __VA_ARGS__);                 \
+        std::fputc('\n', stderr);                          \
+      }                                                    \
+    }                                                      \
+  } while (0)
+
+// What the reader should hand back, record by record.
+struct Expected {
+  uint8_t type;
+  Event e;
+  uint64_t ts = 0, count = 0;
+  std::string text;
+};
+
+bool same(const Record& r, const Expected& x, const TraceReader& rd) {
+  if (r.type != x.type) return false;
+  if (r.type < JT_PROBE_COUNT) {
+    if (r.event.ts_ns != x.e.ts_ns || r.event.thread != x.e.thread || r.event.probe != x.e.probe) return false;
+    for (int i = 0; i < JT_EVENT_MAX_ARGS; i++)
+      if (r.event.a[i] != x.e.a[i]) return false;
+    return true;
+  }
+  if (r.type == kLost) return r.ts_ns == x.ts && r.count == x.count;
+  if (r.type == kEnd) return r.ts_ns == x.ts && r.text == x.text;
+  if (r.type == kClass) return rd.classes()[r.id] == x.text;
+  if (r.type == kThread) return rd.threads()[r.id].name == x.text;
+  if (r.type == kString) return rd.strings()[r.id] == x.text;
+  if (r.type == kMeta) return r.text == x.text;
+  return false;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// Reads bytes; returns how many records matched expected in order (all that
+// were handed out must match) and the status.
+size_t read_prefix(const std::string& bytes, const std::vector<Expected>& expected, ReadStatus* st, bool* opened) {
+  TraceReader rd;
+  std::string err;
+  *opened = rd.open_memory(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), &err);
+  if (!*opened) return 0;
+  size_t n = 0;
+  bool diverged = false;
+  *st = rd.read([&](const Record& r, uint64_t) {
+    if (diverged) return;
+    if (n >= expected.size() || !same(r, expected[n], rd)) {
+      diverged = true;
+      return;
+    }
+    n++;
+  });
+  CHECK(!diverged, "record %zu differs from what was written (file of %zu bytes)", n, bytes.size());
+  return n;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  unsigned seed = 1;
+  long nevents = 1000;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--seed")) seed = static_cast<unsigned>(std::atol(argv[i + 1]));
+    else if (!std::strcmp(argv[i], "--events")) nevents = std::atol(argv[i + 1]);
+  }
+  std::mt19937_64 rng(seed);
+  const uint64_t edges[] = {0, 1, 7, 8, 0x7f, 0x80, 0x3fff, 0x4000, UINT32_MAX, 0xf7f6f5f4f3f2f1f0ull,
+                            UINT64_MAX, UINT64_MAX - 1, 1ull << 63, (1ull << 63) - 1};
+  auto value = [&]() -> uint64_t {
+    switch (rng() % 4) {
+      case 0: return edges[rng() % (sizeof edges / sizeof *edges)];
+      case 1: return rng();
+      case 2: return rng() % 100000 * 8;
+      default: return 0x7f0000000000ull + (rng() % 4096) * 4096;
+    }
+  };
+
+  char path[] = "/tmp/jvmtrace-format-test-XXXXXX";
+  int fd = mkstemp(path);
+  close(fd);
+  std::vector<Expected> expected;
+  uint64_t ts = 1000000;
+  {
+    TraceWriter w;
+    std::string err;
+    if (!w.open(path, &err)) {
+      std::fprintf(stderr, "%s\n", err.c_str());
+      return 1;
+    }
+    w.block_bytes = 512;  // many blocks
+    const std::string meta = "pid=42\nmode=usdt\n";
+    w.meta(meta);
+    expected.push_back({kMeta, {}, 0, 0, meta});
+    uint32_t threads = 0, classes = 0, strings = 0;
+    for (long i = 0; i < nevents; i++) {
+      const int what = static_cast<int>(rng() % 100);
+      ts += (rng() % 8 == 0) ? -(rng() % 5000) : rng() % 200000;  // sometimes backwards (CPUs differ)
+      if (what < 3 || threads == 0) {
+        std::string name = "thread-" + std::to_string(threads) + std::string(rng() % 20, 'x');
+        w.define_thread(static_cast<uint32_t>(rng()), name);
+        expected.push_back({kThread, {}, 0, 0, name});
+        threads++;
+      } else if (what < 6 || classes == 0) {
+        std::string name = "Lcls" + std::to_string(classes) + ";";
+        w.define_class(name);
+        expected.push_back({kClass, {}, 0, 0, name});
+        classes++;
+      } else if (what < 8 || strings == 0) {
+        std::string name = "str" + std::to_string(strings);
+        w.define_string(name);
+        expected.push_back({kString, {}, 0, 0, name});
+        strings++;
+      } else if (what < 10) {
+        const uint64_t count = 1 + rng() % 1000;
+        w.lost(ts, count);
+        expected.push_back({kLost, {}, ts, count, ""});
+      } else {
+        Event e;
+        e.ts_ns = ts;
+        e.probe = static_cast<uint16_t>(rng() % JT_PROBE_COUNT);
+        e.thread = static_cast<uint32_t>(rng() % threads);
+        const ProbeInfo& info = probe_info(e.probe);
+        for (int k = 0; k < info.nargs; k++) {
+          switch (info.kinds[k]) {
+            case kClassId: e.a[k] = rng() % classes; break;
+            case kStringId: e.a[k] = rng() % strings; break;
+            case kUnused: e.a[k] = 0; break;
+            default: e.a[k] = value();
+          }
+        }
+        // The stream patterns the codec predicts, so both paths are taken.
+        if (e.probe == JT_ALLOC_SLOW_EXIT && rng() % 2) e.a[2] = rng() % 6, e.a[3] = 0;
+        w.event(e);
+        expected.push_back({static_cast<uint8_t>(e.probe), e, 0, 0, ""});
+      }
+    }
+    w.end(ts, kEndUser, "interrupted");
+    expected.push_back({kEnd, {}, ts, 0, "interrupted"});
+    CHECK(w.close(), "close: %s", w.error().c_str());
+  }
+  const std::string bytes = slurp(path);
+  unlink(path);
+
+  // 1. Everything back, in order, exactly.
+  ReadStatus st;
+  bool opened;
+  size_t n = read_prefix(bytes, expected, &st, &opened);
+  CHECK(opened && n == expected.size() && st.kind == ReadStatus::kComplete,
+        "full read: %zu of %zu records, status %s", n, expected.size(), st.describe().c_str());
+
+  // 2. Cut at every byte: a prefix, never more than the complete blocks hold,
+  //    and never fewer; the status says cut off (or no end record).
+  std::vector<size_t> records_before;  // records in complete blocks, by byte
+  size_t prev = 0;
+  for (size_t len = 0; len <= bytes.size(); len++) {
+    ReadStatus s;
+    size_t got = read_prefix(bytes.substr(0, len), expected, &s, &opened);
+    if (len < kFileHeaderSize) {
+      CHECK(!opened, "a %zu-byte file opened", len);
+      continue;
+    }
+    CHECK(got >= prev, "cut at %zu: %zu records, fewer than the %zu of a shorter cut", len, got, prev);
+    if (len < bytes.size())
+      CHECK(s.kind == ReadStatus::kTruncated || s.kind == ReadStatus::kNoEnd,
+            "cut at %zu: status %s", len, s.describe().c_str());
+    if (s.kind == ReadStatus::kTruncated) CHECK(s.offset <= len, "cut at %zu: offset %" PRIu64, len, s.offset);
+    prev = got;
+  }
+  CHECK(prev == expected.size(), "the whole file gave %zu records", prev);
+
+  // 3. Damage: one random byte changed after the file header.  The reader
+  //    must stop at or before the damaged block, report corrupt (or cut off,
+  //    if a length grew), and hand out only records written.
+  int detected = 0;
+  const int trials = 2000;
+  for (int t = 0; t < trials; t++) {
+    std::string bad = bytes;
+    const size_t pos = kFileHeaderSize + rng() % (bytes.size() - kFileHeaderSize);
+    bad[pos] = static_cast<char>(bad[pos] ^ (1 + rng() % 255));
+    ReadStatus s;
+    read_prefix(bad, expected, &s, &opened);
+    CHECK(opened, "damage at %zu: the file header check failed", pos);
+    if (s.kind == ReadStatus::kCorrupt || s.kind == ReadStatus::kTruncated) {
+      detected++;
+      CHECK(s.offset <= pos, "damage at %zu reported later, at %" PRIu64, pos, s.offset);
+    }
+  }
+  CHECK(detected == trials, "%d of %d single-byte damages went unnoticed", trials - detected, trials);
+
+  std::printf("trace_format_test: seed %u, %zu records, %zu bytes (%.2f per record), %d damaged copies: %s\n", seed,
+              expected.size(), bytes.size(), double(bytes.size()) / expected.size(), trials,
+              failures ? "FAILED" : "ok");
+  return failures ? 1 : 0;
+}
