@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -124,6 +125,8 @@ int main(int argc, char** argv) {
     w.meta(meta);
     expected.push_back({kMeta, {}, 0, 0, meta});
     uint32_t threads = 0, classes = 0, strings = 0;
+    std::map<uint32_t, std::pair<uint64_t, uint64_t>> last_enter;  // thread -> alloc bytes, class
+    uint64_t tlab_end = 0, last_gc = 0;
     for (long i = 0; i < nevents; i++) {
       const int what = static_cast<int>(rng() % 100);
       ts += (rng() % 8 == 0) ? -(rng() % 5000) : rng() % 200000;  // sometimes backwards (CPUs differ)
@@ -160,8 +163,20 @@ int main(int argc, char** argv) {
             default: e.a[k] = value();
           }
         }
-        // The stream patterns the codec predicts, so both paths are taken.
-        if (e.probe == JT_ALLOC_SLOW_EXIT && rng() % 2) e.a[2] = rng() % 6, e.a[3] = 0;
+        // Half the time, the patterns the codec predicts, so both paths of
+        // every prediction are taken.
+        if (rng() % 2) {
+          auto& last = last_enter[e.thread];
+          switch (e.probe) {
+            case JT_ALLOC_SLOW_EXIT: e.a[2] = rng() % 6; e.a[3] = 0; e.a[1] = last.first; break;
+            case JT_TLAB_REFILL: e.a[0] = tlab_end; e.a[2] = last.first; e.a[3] = last.second; break;
+            case JT_PLAB_ALLOC: case JT_PROMOTE_DIRECT: e.a[0] = last_gc; e.a[3] = rng() % 2; break;
+            case JT_PLAB_RETIRE: e.a[0] = last_gc; e.a[5] = rng() % 2; break;
+          }
+        }
+        if (e.probe == JT_ALLOC_SLOW_ENTER) last_enter[e.thread] = {e.a[0], e.a[1]};
+        if (e.probe == JT_TLAB_REFILL) tlab_end = e.a[0] + e.a[1];
+        if (e.probe >= JT_GC_START) last_gc = e.a[0];
         w.event(e);
         expected.push_back({static_cast<uint8_t>(e.probe), e, 0, 0, ""});
       }

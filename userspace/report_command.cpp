@@ -99,6 +99,8 @@ class Report {
     if (!events_++) first_ns_ = e.ts_ns;
     last_ns_ = std::max(last_ns_, e.ts_ns);
     by_probe_[e.probe]++;
+    event_bytes_.push_back(rec.bytes);
+    probe_bytes_[e.probe] += rec.bytes;
     const uint64_t* a = e.a;
     switch (e.probe) {
       case JT_TLAB_REFILL: {
@@ -191,6 +193,7 @@ class Report {
       if (b >= rate.size()) rate.resize(b + 1);
       rate[b] += bytes;
     }
+    Stats ev_bytes = stats(event_bytes_);
     Stats tlab = stats(tlab_sizes_), outside = stats(outside_sizes_), slow = stats(slow_ns_);
     Stats plab[2] = {stats(plab_sizes_[0]), stats(plab_sizes_[1])};
     std::vector<std::pair<uint64_t, Totals>> classes(classes_.begin(), classes_.end());
@@ -209,7 +212,10 @@ class Report {
                       ", \"span_s\": " + std::to_string(span_s) + ", \"events_by_probe\": {";
       for (int p = 0; p < JT_PROBE_COUNT; p++)
         s += std::string(p ? ", " : "") + "\"" + trace::probe_info(p).name + "\": " + std::to_string(by_probe_[p]);
-      s += "}, \"gcs\": [";
+      s += "}, \"encoded_event_bytes\": " + stats_json(ev_bytes) + ", \"encoded_bytes_by_probe\": {";
+      for (int p = 0; p < JT_PROBE_COUNT; p++)
+        s += std::string(p ? ", " : "") + "\"" + trace::probe_info(p).name + "\": " + std::to_string(probe_bytes_[p]);
+      s += "}, \"file_bytes\": " + std::to_string(r_.size()) + ", \"gcs\": [";
       bool first = true;
       for (const auto& [id, g] : gcs_) {
         char b[512];
@@ -259,6 +265,9 @@ class Report {
                 r_.meta_value("cmdline").c_str());
     std::printf("  %" PRIu64 " events over %.3f s, %" PRIu64 " lost; trace %s%s%s\n", events_, span_s, lost_,
                 st.describe().c_str(), end_text_.empty() ? "" : "; ended: ", end_text_.c_str());
+    std::printf("  trace: %" PRIu64 " bytes, %.2f per event; an event record is %" PRIu64 " bytes at the median, %" PRIu64
+                " at p99\n",
+                r_.size(), events_ ? double(r_.size()) / events_ : 0.0, ev_bytes.p50, ev_bytes.p99);
     std::printf("\nCollections (%zu):\n  %5s %-22s %-26s %-10s %10s %10s %12s %12s %7s %10s\n", gcs_.size(), "ID", "NAME",
                 "CAUSE", "KIND", "START(s)", "DUR(ms)", "USED_BEFORE", "USED_AFTER", "PLABS", "PLAB_KB");
     for (const auto& [id, g] : gcs_) {
@@ -327,7 +336,8 @@ class Report {
   };
   const trace::TraceReader& r_;
   uint64_t events_ = 0, lost_ = 0, first_ns_ = 0, last_ns_ = 0, end_ns_ = 0, tlab_waste_ = 0;
-  uint64_t by_probe_[JT_PROBE_COUNT] = {};
+  uint64_t by_probe_[JT_PROBE_COUNT] = {}, probe_bytes_[JT_PROBE_COUNT] = {};
+  std::vector<uint64_t> event_bytes_;
   uint64_t plab_used_[2] = {}, plab_wasted_[2] = {};
   std::string end_text_;
   std::vector<uint64_t> tlab_sizes_, outside_sizes_, slow_ns_, plab_sizes_[2];

@@ -13,6 +13,19 @@ constexpr uint8_t kExitBytes = 0x08;    // else: the thread's last alloc__slow__
 constexpr uint8_t kExitAddress = 0x10;  // else: the new TLAB's start (outcomes 1, 3) or 0
 constexpr uint8_t kExitGcs = 0x20;      // else: 0
 
+// tlab__refill's flags byte: which fields differ from what the thread's
+// slow path implies (the refill follows the thread's alloc__slow__enter).
+constexpr uint8_t kRefillStart = 0x01;  // else: the end of the previous TLAB handed out
+constexpr uint8_t kRefillBytes = 0x02;  // else: the thread's previous TLAB size
+constexpr uint8_t kRefillAlloc = 0x04;  // else: the enter's alloc_bytes
+constexpr uint8_t kRefillClass = 0x08;  // else: the enter's class
+constexpr uint8_t kRefillWaste = 0x10;  // else: 0
+
+// The PLAB and promotion probes' first byte: the destination (3: a varint
+// follows) and whether the GC id differs from the previous record's.
+constexpr uint8_t kDestMask = 0x03;
+constexpr uint8_t kGcIdDiffers = 0x04;
+
 uint64_t implied_exit_address(uint64_t outcome, uint64_t refill_start) {
   return outcome == 1 || outcome == 3 ? refill_start : 0;
 }
@@ -71,20 +84,29 @@ void BlockCodec::put_event(std::string* out, const Event& e) {
   ThreadState& t = thread(e.thread);
   const uint64_t* a = e.a;
   switch (probe) {
-    case JT_TLAB_REFILL:  // start, bytes, alloc_bytes, class, (len), waste
-      put_delta(out, a[0], tlab_end_);
-      put_delta(out, a[1], t.tlab_bytes);
-      put_varint(out, a[2]);
-      put_varint(out, a[3]);
-      put_varint(out, a[5]);
+    case JT_TLAB_REFILL: {  // start, bytes, alloc_bytes, class, (len), waste
+      uint8_t flags = 0;
+      if (a[0] != tlab_end_) flags |= kRefillStart;
+      if (a[1] != t.tlab_bytes) flags |= kRefillBytes;
+      if (a[2] != t.enter_bytes) flags |= kRefillAlloc;
+      if (a[3] != t.enter_class) flags |= kRefillClass;
+      if (a[5] != 0) flags |= kRefillWaste;
+      out->push_back(static_cast<char>(flags));
+      if (flags & kRefillStart) put_delta(out, a[0], tlab_end_);
+      if (flags & kRefillBytes) put_delta(out, a[1], t.tlab_bytes);
+      if (flags & kRefillAlloc) put_varint(out, a[2]);
+      if (flags & kRefillClass) put_varint(out, a[3]);
+      if (flags & kRefillWaste) put_varint(out, a[5]);
       tlab_end_ = a[0] + a[1];
       t.tlab_bytes = a[1];
       t.refill_start = a[0];
       break;
+    }
     case JT_ALLOC_SLOW_ENTER:  // alloc_bytes, class, (len)
       put_varint(out, a[0]);
       put_varint(out, a[1]);
       t.enter_bytes = a[0];
+      t.enter_class = a[1];
       break;
     case JT_ALLOC_SLOW_EXIT: {  // address, alloc_bytes, outcome, gcs
       uint8_t flags = static_cast<uint8_t>(a[2] < kExitOutcomeMask ? a[2] : kExitOutcomeMask);
@@ -112,8 +134,7 @@ void BlockCodec::put_event(std::string* out, const Event& e) {
       break;
     case JT_PLAB_ALLOC: {  // gc_id, start, bytes, dest
       const int d = a[3] & 1;
-      put_delta(out, a[0], gc_id_);
-      put_varint(out, a[3]);
+      put_gc_dest(out, a[0], a[3]);
       put_delta(out, a[1], t.plab_end[d]);
       put_delta(out, a[2], t.plab_bytes[d]);
       gc_id_ = a[0];
@@ -124,8 +145,7 @@ void BlockCodec::put_event(std::string* out, const Event& e) {
     }
     case JT_PLAB_RETIRE: {  // gc_id, start, bytes, used, wasted, dest
       const int d = a[5] & 1;
-      put_delta(out, a[0], gc_id_);
-      put_varint(out, a[5]);
+      put_gc_dest(out, a[0], a[5]);
       put_delta(out, a[1], t.plab_start[d]);
       put_delta(out, a[2], t.plab_bytes[d]);
       put_delta(out, a[3], a[2]);
@@ -134,14 +154,34 @@ void BlockCodec::put_event(std::string* out, const Event& e) {
       break;
     }
     case JT_PROMOTE_DIRECT:  // gc_id, address, bytes, dest
-      put_delta(out, a[0], gc_id_);
+      put_gc_dest(out, a[0], a[3]);
       put_delta(out, a[1], promote_end_);
       put_varint(out, a[2]);
-      put_varint(out, a[3]);
       gc_id_ = a[0];
       promote_end_ = a[1] + a[2];
       break;
   }
+}
+
+void BlockCodec::put_gc_dest(std::string* out, uint64_t gc_id, uint64_t dest) {
+  uint8_t b = static_cast<uint8_t>(dest < kDestMask ? dest : kDestMask);
+  if (gc_id != gc_id_) b |= kGcIdDiffers;
+  out->push_back(static_cast<char>(b));
+  if (b & kGcIdDiffers) put_delta(out, gc_id, gc_id_);
+  if ((b & kDestMask) == kDestMask) put_varint(out, dest);
+}
+
+bool BlockCodec::get_gc_dest(const uint8_t** pp, const uint8_t* end, uint64_t* gc_id, uint64_t* dest) {
+  const uint8_t* p = *pp;
+  if (p == end) return false;
+  const uint8_t b = *p++;
+  if (b & ~(kDestMask | kGcIdDiffers)) return false;
+  *gc_id = gc_id_;
+  if ((b & kGcIdDiffers) && !get_delta(&p, end, gc_id_, gc_id)) return false;
+  *dest = b & kDestMask;
+  if (*dest == kDestMask && !get_varint(&p, end, dest)) return false;
+  *pp = p;
+  return true;
 }
 
 void BlockCodec::put_lost(std::string* out, uint64_t ts_ns, uint64_t count) {
@@ -215,20 +255,29 @@ bool BlockCodec::get(const uint8_t** pp, const uint8_t* end, Record* r, const ch
     ThreadState& t = thread(e.thread);
     uint64_t* a = e.a;
     switch (e.probe) {
-      case JT_TLAB_REFILL:
-        DELTA(a[0], tlab_end_);
-        DELTA(a[1], t.tlab_bytes);
-        GET(a[2]);
-        GET(a[3]);
-        GET(a[5]);
+      case JT_TLAB_REFILL: {
+        if (p == end) return fail("tlab__refill flags cut off");
+        const uint8_t flags = *p++;
+        if (flags & 0xe0) return fail("tlab__refill: unknown flags");
+        a[0] = tlab_end_;
+        if (flags & kRefillStart) DELTA(a[0], tlab_end_);
+        a[1] = t.tlab_bytes;
+        if (flags & kRefillBytes) DELTA(a[1], t.tlab_bytes);
+        a[2] = t.enter_bytes;
+        if (flags & kRefillAlloc) GET(a[2]);
+        a[3] = t.enter_class;
+        if (flags & kRefillClass) GET(a[3]);
+        if (flags & kRefillWaste) GET(a[5]);
         tlab_end_ = a[0] + a[1];
         t.tlab_bytes = a[1];
         t.refill_start = a[0];
         break;
+      }
       case JT_ALLOC_SLOW_ENTER:
         GET(a[0]);
         GET(a[1]);
         t.enter_bytes = a[0];
+        t.enter_class = a[1];
         break;
       case JT_ALLOC_SLOW_EXIT: {
         if (p == end) return fail("alloc__slow__exit flags cut off");
@@ -256,8 +305,7 @@ bool BlockCodec::get(const uint8_t** pp, const uint8_t* end, Record* r, const ch
         heap_committed_ = a[5];
         break;
       case JT_PLAB_ALLOC: {
-        DELTA(a[0], gc_id_);
-        GET(a[3]);
+        if (!get_gc_dest(&p, end, &a[0], &a[3])) return fail("a PLAB record's GC id or destination is cut off");
         const int d = a[3] & 1;
         DELTA(a[1], t.plab_end[d]);
         DELTA(a[2], t.plab_bytes[d]);
@@ -268,8 +316,7 @@ bool BlockCodec::get(const uint8_t** pp, const uint8_t* end, Record* r, const ch
         break;
       }
       case JT_PLAB_RETIRE: {
-        DELTA(a[0], gc_id_);
-        GET(a[5]);
+        if (!get_gc_dest(&p, end, &a[0], &a[5])) return fail("a PLAB record's GC id or destination is cut off");
         const int d = a[5] & 1;
         DELTA(a[1], t.plab_start[d]);
         DELTA(a[2], t.plab_bytes[d]);
@@ -279,10 +326,9 @@ bool BlockCodec::get(const uint8_t** pp, const uint8_t* end, Record* r, const ch
         break;
       }
       case JT_PROMOTE_DIRECT:
-        DELTA(a[0], gc_id_);
+        if (!get_gc_dest(&p, end, &a[0], &a[3])) return fail("a promotion record's GC id or destination is cut off");
         DELTA(a[1], promote_end_);
         GET(a[2]);
-        GET(a[3]);
         gc_id_ = a[0];
         promote_end_ = a[1] + a[2];
         break;

@@ -20,6 +20,7 @@ struct Record {
   uint64_t count = 0;     // kLost count, kEnd events
   uint64_t lost = 0;      // kEnd
   std::string text;       // names, kMeta lines, kEnd text
+  uint32_t bytes = 0;     // its encoded size (set by TraceReader)
 };
 
 // The state of one block; reset() at every block start on both sides.
@@ -47,11 +48,13 @@ class BlockCodec {
  private:
   struct ThreadState {
     uint32_t gen = 0;
-    uint64_t tlab_bytes = 0, refill_start = 0, enter_bytes = 0;
+    uint64_t tlab_bytes = 0, refill_start = 0, enter_bytes = 0, enter_class = 0;
     uint64_t plab_start[2] = {}, plab_end[2] = {}, plab_bytes[2] = {};
   };
   ThreadState& thread(uint32_t index);
   void put_ts(std::string* out, uint64_t ts);
+  void put_gc_dest(std::string* out, uint64_t gc_id, uint64_t dest);
+  bool get_gc_dest(const uint8_t** p, const uint8_t* end, uint64_t* gc_id, uint64_t* dest);
 
   uint32_t gen_ = 1;
   bool have_ts_ = false;

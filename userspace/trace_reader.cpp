@@ -189,7 +189,9 @@ ReadStatus TraceReader::read(const RecordFn& fn) {
       Record r;
       const char* why = nullptr;
       if (records.size() == nrecords) return bad("more records than the block header says");
+      const uint8_t* start = p;
       if (!codec.get(&p, end, &r, &why)) return bad(why);
+      r.bytes = static_cast<uint32_t>(p - start);
       std::string bad_ref;
       if (!check_record(r, &bad_ref)) return bad(bad_ref);
       if (r.type == kThread) threads_.push_back({static_cast<uint32_t>(r.tid), r.text});
