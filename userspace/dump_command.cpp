@@ -72,7 +72,7 @@ int dump_command(int argc, char** argv) {
   }
   uint64_t origin = 0;
   bool have_origin = false;
-  if (!json) std::printf("%14s %7s %-16s %-19s %s\n", "TIME(s)", "TID", "THREAD", "EVENT", "ARGUMENTS");
+  bool header = json;  // the text column header, printed after the meta lines
   const trace::ReadStatus st = reader.read([&](const trace::Record& r, uint64_t) {
     if (r.type == trace::kMeta) {
       origin = trace_origin_ns(reader);
@@ -95,6 +95,10 @@ int dump_command(int argc, char** argv) {
                     reader.meta_value("cmdline").c_str());
       }
       return;
+    }
+    if (!header) {
+      std::printf("%14s %7s %-16s %-19s %s\n", "TIME(s)", "TID", "THREAD", "EVENT", "ARGUMENTS");
+      header = true;
     }
     if (r.type < JT_PROBE_COUNT || r.type == trace::kLost || r.type == trace::kEnd) {
       if (!have_origin) {

@@ -182,14 +182,18 @@ class Report {
 
   void print(bool json, double interval_s, int top, const trace::ReadStatus& st) {
     const double span_s = events_ ? (last_ns_ - first_ns_) / 1e9 : 0;
+    // Times are since the recording started, as in dump (or since the first
+    // event if the trace does not say when that was).
+    const uint64_t origin = trace_origin_ns(r_) ? trace_origin_ns(r_) : first_ns_;
     if (!(interval_s > 0)) {
-      interval_s = span_s > 0 ? span_s / 20 : 1;
+      const double whole_s = events_ ? static_cast<int64_t>(last_ns_ - origin) / 1e9 : 0;
+      interval_s = whole_s > 0 ? whole_s / 20 : 1;
       const double p = std::pow(10, std::floor(std::log10(interval_s)));
       interval_s = std::ceil(interval_s / p) * p;  // 1, 2, .. 10 times a power of ten
     }
     std::vector<double> rate;  // bytes per bucket
     for (const auto& [ts, bytes] : allocs_) {
-      const size_t b = static_cast<size_t>((ts - first_ns_) / 1e9 / interval_s);
+      const size_t b = static_cast<size_t>(static_cast<int64_t>(ts - origin) / 1e9 / interval_s);
       if (b >= rate.size()) rate.resize(b + 1);
       rate[b] += bytes;
     }
@@ -225,7 +229,7 @@ class Report {
                       ", \"heap_committed\": %" PRIu64 ", \"plabs\": %" PRIu64 ", \"plab_bytes\": %" PRIu64
                       ", \"plab_waste\": %" PRIu64 ", \"promoted_direct\": %" PRIu64 ", \"promoted_direct_bytes\": %" PRIu64 "}",
                       first ? "" : ", ", id, json_escape(g.name).c_str(), json_escape(g.cause).c_str(), kind_name(g.kind),
-                      g.started ? (g.start_ns - first_ns_) / 1e9 : -1.0,
+                      g.started ? static_cast<int64_t>(g.start_ns - origin) / 1e9 : -1.0,
                       g.started && g.ended ? std::to_string((g.end_ns - g.start_ns) / 1e6).c_str() : "null",
                       g.used_before, g.used_after, g.committed_after, g.plabs, g.plab_bytes, g.plab_waste, g.direct,
                       g.direct_bytes);
@@ -274,7 +278,7 @@ class Report {
       char dur[32] = "-";
       if (g.started && g.ended) std::snprintf(dur, sizeof dur, "%.3f", (g.end_ns - g.start_ns) / 1e6);
       std::printf("  %5" PRIu64 " %-22.22s %-26.26s %-10s %10.3f %10s %12" PRIu64 " %12" PRIu64 " %7" PRIu64 " %10" PRIu64 "\n", id,
-                  g.name.c_str(), g.cause.c_str(), kind_name(g.kind), g.started ? (g.start_ns - first_ns_) / 1e9 : -1.0,
+                  g.name.c_str(), g.cause.c_str(), kind_name(g.kind), g.started ? static_cast<int64_t>(g.start_ns - origin) / 1e9 : -1.0,
                   dur, g.used_before, g.used_after, g.plabs, g.plab_bytes / 1024);
     }
     auto row = [](const char* what, const Stats& s, const char* unit) {
