@@ -8,6 +8,10 @@ Configurations (pick with --configs, comma-separated):
   stat        patched + `jvmtrace stat` attached (libbpf, in-kernel aggregation)
   stat-noslow patched + `jvmtrace stat --no-slow-path` (refill, GC and PLAB probes only)
   jvmmem      patched + the jvmmem bpftrace tool attached (every probe, bpftrace)
+  record      patched + `jvmtrace record` to a file (every event, ring buffer, trace file)
+  jfr         patched + JFR from launch with the same events (TLAB and outside-TLAB
+              allocations, PLAB and outside-PLAB promotions, GCs), no stack traces
+  jfr-stacks  the same with stack traces, as JFR's profile settings record them
 
 Every round runs each configuration once, in a random order; the program times
 its own measured phase (after warm-up), so tracer start-up is not counted.
@@ -35,7 +39,30 @@ TRACERS = {
     "stat-noslow": (lambda pid: [str(REPO / "build/userspace/jvmtrace"), "stat", "--no-slow-path", "-p", str(pid)],
                     "stderr"),
     "jvmmem": (lambda pid: [str(REPO / "scripts/jvmtrace-bt"), "jvmmem", str(pid)], "stdout"),
+    "record": (lambda pid: [str(REPO / "build/userspace/jvmtrace"), "record", "-q", "-p", str(pid),
+                            "-o", f"{TRACE_DIR}/bench.jvmtrace"], "stderr"),
 }
+TRACE_DIR = tempfile.mkdtemp(prefix="jvmtrace-bench")
+
+JFR_EVENTS = ("jdk.ObjectAllocationInNewTLAB", "jdk.ObjectAllocationOutsideTLAB", "jdk.PromoteObjectInNewPLAB",
+              "jdk.PromoteObjectOutsidePLAB", "jdk.GarbageCollection")
+
+
+def jfr_settings(stacks):
+    """A .jfc enabling only the events jvmtrace records."""
+    path = Path(TRACE_DIR) / f"events-{'stacks' if stacks else 'nostacks'}.jfc"
+    events = "".join(f'<event name="{e}"><setting name="enabled">true</setting>'
+                     f'<setting name="stackTrace">{"true" if stacks else "false"}</setting></event>'
+                     for e in JFR_EVENTS)
+    path.write_text(f'<?xml version="1.0" encoding="UTF-8"?><configuration version="2.0">{events}</configuration>')
+    return path
+
+
+def jvm_flags(config):
+    if config in ("jfr", "jfr-stacks"):
+        return [f"-XX:StartFlightRecording=settings={jfr_settings(config == 'jfr-stacks')},"
+                f"filename={TRACE_DIR}/bench.jfr"]
+    return []
 
 
 def jdk_homes():
@@ -48,7 +75,7 @@ def jdk_homes():
 def run_once(config, homes, classes, gc, heap, args):
     """Seconds of the program's measured phase, and its checksum."""
     home = homes["unpatched" if config == "unpatched" else "patched"]
-    cmd = [f"{home}/bin/java", f"-XX:+Use{gc}GC", f"-Xms{heap}", f"-Xmx{heap}", "-cp", classes,
+    cmd = [f"{home}/bin/java", f"-XX:+Use{gc}GC", f"-Xms{heap}", f"-Xmx{heap}", *jvm_flags(config), "-cp", classes,
            "AllocBench", *map(str, args), "wait"]
     java = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     out = LineReader(java.stdout)
@@ -88,7 +115,7 @@ def main():
     a = ap.parse_args()
     configs = a.configs.split(",")
     for c in configs:
-        if c not in ("unpatched", "patched", *TRACERS):
+        if c not in ("unpatched", "patched", "jfr", "jfr-stacks", *TRACERS):
             sys.exit(f"overhead: unknown configuration {c!r}")
     base = configs[0]
     homes = jdk_homes()

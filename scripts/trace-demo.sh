@@ -7,8 +7,9 @@
 # Steps: apt packages; the patched/unpatched JDK (built once, cached under
 # /var/cache/jvmtrace, ~25 min cold); the project (cmake); the Java test
 # programs; then AllocWorker runs under the patched JVM while two tracers
-# attach to it by PID: `jvmtrace stat` (libbpf, in-kernel histograms) and the
-# jvmmem bpftrace tool (scripts/jvmtrace-bt).
+# attach to it by PID: `jvmtrace stat` (libbpf, in-kernel histograms),
+# `jvmtrace record` (every event into build/demo.jvmtrace, then `jvmtrace
+# report` on it) and the jvmmem bpftrace tool (scripts/jvmtrace-bt).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -36,7 +37,7 @@ mkdir -p "$classes"
 "$java_home/bin/javac" -d "$classes" "$repo"/tests/java/*.java
 
 tmp=$(mktemp -d)
-trap 'kill "${jpid:-}" "${btpid:-}" "${statpid:-}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+trap 'kill "${jpid:-}" "${btpid:-}" "${statpid:-}" "${recpid:-}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 mkfifo "$tmp/go"
 "$java_home/bin/java" "-XX:+Use${gc}GC" -Xms128m -Xmx128m -Xlog:gc:file="$tmp/gc.log" \
   -cp "$classes" AllocWorker "$iterations" < "$tmp/go" > "$tmp/java.out" &
@@ -48,10 +49,15 @@ say "AllocWorker is PID $jpid ($gc GC); attaching: scripts/jvmtrace-bt jvmmem $j
 btpid=$!
 "$repo/build/userspace/jvmtrace" stat -p "$jpid" > "$tmp/stat.out" 2> "$tmp/stat.err" &
 statpid=$!
-until grep -q 'Hit Ctrl-C' "$tmp/bt.out" && grep -q 'Hit Ctrl-C' "$tmp/stat.err"; do
+trace=$repo/build/demo.jvmtrace
+"$repo/build/userspace/jvmtrace" record -q -p "$jpid" -o "$trace" 2> "$tmp/rec.err" &
+recpid=$!
+until grep -q 'Hit Ctrl-C' "$tmp/bt.out" && grep -q 'Hit Ctrl-C' "$tmp/stat.err" &&
+      grep -q 'Hit Ctrl-C' "$tmp/rec.err"; do
   sleep 0.1
   kill -0 $btpid 2>/dev/null || { cat "$tmp/bt.err" >&2; exit 1; }
   kill -0 $statpid 2>/dev/null || { cat "$tmp/stat.err" >&2; exit 1; }
+  kill -0 $recpid 2>/dev/null || { cat "$tmp/rec.err" >&2; exit 1; }
 done
 say "attached; letting the program run"
 echo go >&3
@@ -60,9 +66,14 @@ wait $jpid
 sleep 0.5
 kill -INT $btpid
 wait $btpid || true
-wait $statpid   # ends by itself when the JVM exits
+wait $statpid   # both end by themselves when the JVM exits
+wait $recpid
 echo "=== jvmtrace stat -p $jpid ==="
 cat "$tmp/stat.out"
+echo "=== jvmtrace record -p $jpid -o $trace ==="
+cat "$tmp/rec.err"
+echo "=== jvmtrace report $trace (jvmtrace dump $trace: every event) ==="
+"$repo/build/userspace/jvmtrace" report "$trace"
 echo "=== jvmtrace-bt jvmmem $jpid ==="
 cat "$tmp/bt.out"
 echo "=== the program said ==="

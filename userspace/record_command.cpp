@@ -273,11 +273,18 @@ int record_command(int argc, char** argv) {
   const auto start = clock::now();
   auto next_progress = start;
   uint64_t dropped_seen = 0;
+  auto last_warning = start - std::chrono::seconds(10);
   auto note_drops = [&] {
     const uint64_t d = __atomic_load_n(&skel->bss->dropped, __ATOMIC_RELAXED);
     if (d > dropped_seen) {
       writer.lost(clock_ns(CLOCK_MONOTONIC), d - dropped_seen);
       dropped_seen = d;
+      // Live, also without the progress line (which shows it anyway).
+      if (!o.progress && clock::now() - last_warning >= std::chrono::seconds(5)) {
+        std::fprintf(stderr, "jvmtrace record: the ring buffer overflowed: %llu events lost so far "
+                     "(stored in the trace; a larger --buffer-mb helps)\n", (unsigned long long)d);
+        last_warning = clock::now();
+      }
     }
   };
   uint8_t reason = trace::kEndUser;
