@@ -186,14 +186,18 @@ class Report {
     // event if the trace does not say when that was).
     const uint64_t origin = trace_origin_ns(r_) ? trace_origin_ns(r_) : first_ns_;
     if (!(interval_s > 0)) {
-      const double whole_s = events_ ? static_cast<int64_t>(last_ns_ - origin) / 1e9 : 0;
-      interval_s = whole_s > 0 ? whole_s / 20 : 1;
+      interval_s = span_s > 0 ? span_s / 20 : 1;
       const double p = std::pow(10, std::floor(std::log10(interval_s)));
       interval_s = std::ceil(interval_s / p) * p;  // 1, 2, .. 10 times a power of ten
     }
+    // Buckets on the recording's clock, from the one holding the first event
+    // (a recording attached long before the program allocates starts quietly).
+    const double first_s = events_ ? static_cast<int64_t>(first_ns_ - origin) / 1e9 : 0;
+    const double rate_from_s = first_s > 0 ? std::floor(first_s / interval_s) * interval_s : 0;
     std::vector<double> rate;  // bytes per bucket
     for (const auto& [ts, bytes] : allocs_) {
-      const size_t b = static_cast<size_t>(static_cast<int64_t>(ts - origin) / 1e9 / interval_s);
+      const double t = static_cast<int64_t>(ts - origin) / 1e9 - rate_from_s;
+      const size_t b = t > 0 ? static_cast<size_t>(t / interval_s) : 0;
       if (b >= rate.size()) rate.resize(b + 1);
       rate[b] += bytes;
     }
@@ -249,7 +253,8 @@ class Report {
         s += std::string(d ? ", " : "") + "\"" + (d ? "old" : "young") + "\": {\"size\": " + stats_json(plab[d]) +
              ", \"used_bytes\": " + std::to_string(plab_used_[d]) + ", \"wasted_bytes\": " +
              std::to_string(plab_wasted_[d]) + "}";
-      s += "}, \"allocation_rate\": {\"interval_s\": " + std::to_string(interval_s) + ", \"bytes\": [";
+      s += "}, \"allocation_rate\": {\"interval_s\": " + std::to_string(interval_s) + ", \"from_s\": " +
+           std::to_string(rate_from_s) + ", \"bytes\": [";
       for (size_t i = 0; i < rate.size(); i++) s += (i ? ", " : "") + std::to_string(static_cast<uint64_t>(rate[i]));
       s += "]}, \"classes\": [";
       for (size_t i = 0; i < classes.size() && i < static_cast<size_t>(top); i++)
@@ -303,7 +308,7 @@ class Report {
     for (double x : rate) peak = std::max(peak, x);
     for (size_t i = 0; i < rate.size(); i++) {
       const int bar = peak > 0 ? static_cast<int>(40 * rate[i] / peak + 0.5) : 0;
-      std::printf("  %9.3f s %10.1f MB/s |%-40s|\n", i * interval_s, rate[i] / interval_s / 1e6, std::string(bar, '*').c_str());
+      std::printf("  %9.3f s %10.1f MB/s |%-40s|\n", rate_from_s + i * interval_s, rate[i] / interval_s / 1e6, std::string(bar, '*').c_str());
     }
     std::printf("\nTop classes (TLAB bytes: the refilling allocation's class, a byte-weighted sample; outside: exact):\n");
     std::printf("  %-40s %9s %14s %9s %14s\n", "CLASS", "REFILLS", "TLAB_BYTES", "OUTSIDE", "OUTSIDE_BYTES");
