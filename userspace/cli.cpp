@@ -74,15 +74,17 @@ bool check_target(const char* cmd, pid_t pid, const std::string& binary, Target*
     std::fprintf(stderr, "%s: cannot read %s: %s\n", cmd, t->binary.c_str(), std::strerror(errno));
     return false;
   }
-  if (!has_usdt_provider(t->binary, "jvmtrace")) {
-    std::fprintf(stderr,
-                 "%s: %s in PID %d has no jvmtrace probes (an unpatched HotSpot).\n"
-                 "  For a stock JVM use the bpftrace tools: scripts/jvmtrace-bt tlabstat_stock %d\n"
-                 "  (and gcpause_stock, allocslow_stock, plabstat_stock, allocbyclass_stock).\n",
-                 cmd, t->binary.c_str(), pid, pid);
-    return false;
-  }
+  t->has_probes = has_usdt_provider(t->binary, "jvmtrace");
   return true;
+}
+
+void print_no_probes(const char* cmd, const Target& t, const char* alternative) {
+  std::fprintf(stderr,
+               "%s: %s in PID %d has no jvmtrace probes (an unpatched HotSpot).\n"
+               "  %s\n"
+               "  The bpftrace tools also work on it: scripts/jvmtrace-bt tlabstat_stock %d\n"
+               "  (and gcpause_stock, allocslow_stock, plabstat_stock, allocbyclass_stock).\n",
+               cmd, t.binary.c_str(), t.pid, alternative, t.pid);
 }
 
 void install_stop_handlers() {

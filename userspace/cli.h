@@ -17,14 +17,19 @@ bool parse_long(const char* s, long lo, long hi, long* out);
 
 std::string json_escape(const std::string& s);
 
-// The target of an attaching command: the process exists, maps libjvm.so
-// (or binary, when given), and that file declares jvmtrace probes.  On
-// failure prints "<cmd>: reason" with what to do next and returns false.
+// The target of an attaching command: the process exists and maps
+// libjvm.so (or binary, when given), readable from here; has_probes tells
+// whether that file declares jvmtrace probes (a patched HotSpot).  On failure
+// prints "<cmd>: reason" and returns false.
 struct Target {
   pid_t pid = 0;
   std::string binary;  // the ELF file the probes are in
+  bool has_probes = false;
 };
 bool check_target(const char* cmd, pid_t pid, const std::string& binary, Target* t);
+
+// The error for a JVM without jvmtrace probes where a command needs them.
+void print_no_probes(const char* cmd, const Target& t, const char* alternative);
 
 // SIGINT and SIGTERM set stop_requested() instead of killing the process.
 void install_stop_handlers();

@@ -20,6 +20,8 @@
 #include "cli.h"
 #include "jvmtrace_events.h"
 #include "jvmtrace_record.skel.h"
+#include "jvmtrace_stock.skel.h"
+#include "stock_attach.h"
 #include "target.h"
 #include "trace_writer.h"
 #include "usdt_attach.h"
@@ -35,14 +37,16 @@ struct Options {
   double duration = 0;
   long buffer_mb = 16;
   long block_kb = 256;
+  std::string mode = "auto";
   bool verbose = false;
   int progress = -1;  // -1: when stderr is a terminal
 };
 
 void usage(FILE* out) {
   std::fprintf(out,
-               "USAGE: jvmtrace record -p PID -o FILE [-d SEC] [--buffer-mb N] [--block-kb N] [-q|--progress] [-v]\n"
-               "Records every jvmtrace probe hit of a patched JVM (TLAB refills, slow-path\n"
+               "USAGE: jvmtrace record -p PID -o FILE [-d SEC] [--mode auto|usdt|stock] [--buffer-mb N]\n"
+               "                       [--block-kb N] [-q|--progress] [-v]\n"
+               "Records every jvmtrace probe hit of a JVM (TLAB refills, slow-path\n"
                "allocations, GCs, PLABs, direct promotions) into a compact trace file, until\n"
                "Ctrl-C, -d, or the JVM's exit.  Events the kernel could not queue are counted,\n"
                "shown and stored in the trace.  Read it with 'jvmtrace dump' or 'jvmtrace report'.\n"
@@ -54,6 +58,9 @@ void usage(FILE* out) {
                "                        once a second, so a killed recorder loses at most ~1 s\n"
                "  -q, --quiet           no progress line\n"
                "      --progress        a progress line even when stderr is not a terminal\n"
+               "      --mode MODE       usdt: the jvmtrace probes of a patched JVM; stock: uprobes on an\n"
+               "                        unpatched HotSpot's own functions (fewer events: docs/stock-mode.md);\n"
+               "                        auto (default): usdt if the JVM has the probes, else stock\n"
                "  -b, --binary PATH     the ELF file with the probes (default: PID's libjvm.so)\n"
                "  -v, --verbose         libbpf debug output\n"
                "Exit status: 0 recorded and ended cleanly; 1 error (the trace, if any, keeps what\n"
@@ -61,6 +68,7 @@ void usage(FILE* out) {
                "EXAMPLES:\n"
                "  jvmtrace record -p 4242 -o app.jvmtrace          # until Ctrl-C\n"
                "  jvmtrace record -p 4242 -o app.jvmtrace -d 60\n"
+               "  jvmtrace record -p 4242 -o app.jvmtrace --mode stock   # an unpatched JVM\n"
                "  jvmtrace report app.jvmtrace\n");
 }
 
@@ -73,11 +81,14 @@ uint64_t clock_ns(clockid_t c) {
 struct SkelDelete {
   void operator()(jvmtrace_record* s) const { jvmtrace_record__destroy(s); }
 };
+struct StockSkelDelete {
+  void operator()(jvmtrace_stock* s) const { jvmtrace_stock__destroy(s); }
+};
 
 // Turns kernel events into trace events: thread, class and GC-name tables.
 class Recorder {
  public:
-  Recorder(pid_t pid, trace::TraceWriter* w) : pid_(pid), w_(w) {}
+  Recorder(pid_t pid, trace::TraceWriter* w, const StockTarget* stock) : pid_(pid), w_(w), stock_(stock) {}
 
   static int on_event(void* ctx, void* data, size_t size) {
     auto* self = static_cast<Recorder*>(ctx);
@@ -107,12 +118,53 @@ class Recorder {
         e.a[2] = 0;
         break;
       case JT_GC_START:
-      case JT_GC_END:  // name, cause: NUL-terminated
-        e.a[1] = string(k.args[1]);
-        e.a[2] = string(k.args[2]);
+      case JT_GC_END:
+        if (stock_) {
+          if (!stock_gc(k, &e)) return;
+        } else {  // name, cause: NUL-terminated
+          e.a[1] = string(k.args[1]);
+          e.a[2] = string(k.args[2]);
+        }
         break;
     }
     w_->event(e);
+  }
+
+  // Stock GC events arrive as (tracer object, its vtable, cause number):
+  // number the collections, pair end with start by tracer, name the
+  // collector from the vtable.  False for an end whose start came before
+  // the attach.
+  bool stock_gc(const jt_event& k, trace::Event* e) {
+    const uint64_t tracer = k.args[0];
+    uint64_t id, cause;
+    if (k.probe == JT_GC_START) {
+      id = next_gc_id_++;
+      cause = k.args[2];
+      gc_open_[tracer] = {id, cause};
+    } else {
+      auto it = gc_open_.find(tracer);
+      if (it == gc_open_.end()) return false;
+      id = it->second.first;
+      cause = it->second.second;
+      gc_open_.erase(it);
+    }
+    auto name = gc_names_.find(k.args[1]);
+    if (name == gc_names_.end()) {
+      std::string n = stock_->gc_name(k.args[1]);
+      name = gc_names_.emplace(k.args[1], n.empty() ? "<unknown collector>" : n).first;
+    }
+    e->a[0] = id;
+    e->a[1] = text(name->second);
+    e->a[2] = text("GCCause #" + std::to_string(cause));
+    e->a[3] = gc_kind_of(name->second);
+    e->a[4] = e->a[5] = 0;
+    return true;
+  }
+
+  uint64_t text(const std::string& s) {
+    auto it = texts_.find(s);
+    if (it != texts_.end()) return it->second;
+    return texts_.emplace(s, w_->define_string(s)).first->second;
   }
 
   uint32_t thread(uint32_t tid) {
@@ -146,6 +198,11 @@ class Recorder {
   std::unordered_map<uint32_t, uint32_t> threads_;
   std::map<std::pair<uint64_t, uint64_t>, uint32_t> classes_;
   std::unordered_map<uint64_t, uint32_t> strings_;
+  const StockTarget* stock_;
+  std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> gc_open_;  // tracer -> (id, cause)
+  std::unordered_map<uint64_t, std::string> gc_names_;                   // vtable -> collector
+  std::unordered_map<std::string, uint32_t> texts_;
+  uint64_t next_gc_id_ = 0;
 
  public:
   uint64_t malformed_ = 0;
@@ -168,7 +225,8 @@ int record_command(int argc, char** argv) {
       {"duration", required_argument, nullptr, 'd'},  {"buffer-mb", required_argument, nullptr, 'm'},
       {"quiet", no_argument, nullptr, 'q'},           {"progress", no_argument, nullptr, 'P'},
       {"binary", required_argument, nullptr, 'b'},    {"verbose", no_argument, nullptr, 'v'},
-      {"block-kb", required_argument, nullptr, 'k'},  {"help", no_argument, nullptr, 'h'},
+      {"block-kb", required_argument, nullptr, 'k'},  {"mode", required_argument, nullptr, 'M'},
+      {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   int c;
   optind = 1;
@@ -199,6 +257,13 @@ int record_command(int argc, char** argv) {
           return 2;
         }
         break;
+      case 'M':
+        o.mode = optarg;
+        if (o.mode != "auto" && o.mode != "usdt" && o.mode != "stock") {
+          std::fprintf(stderr, "jvmtrace record: --mode takes auto, usdt or stock, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
       case 'q': o.progress = 0; break;
       case 'P': o.progress = 1; break;
       case 'b': o.binary = optarg; break;
@@ -219,32 +284,69 @@ int record_command(int argc, char** argv) {
   }
   if (o.progress < 0) o.progress = isatty(STDERR_FILENO);
 
+  std::string error;
   Target target;
   if (!check_target("jvmtrace record", o.pid, o.binary, &target)) return 1;
-  // The output first: an unwritable path must fail before anything attaches.
+  const bool stock = o.mode == "stock" || (o.mode == "auto" && !target.has_probes);
+  if (!stock && !target.has_probes) {
+    print_no_probes("jvmtrace record", target, "Record it with --mode stock (or the default --mode auto).");
+    return 1;
+  }
+  StockTarget stock_target;
+  if (stock && !stock_target.prepare(o.pid, target.binary, &error)) {
+    std::fprintf(stderr, "jvmtrace record: stock mode cannot trace PID %d: %s\n", o.pid, error.c_str());
+    return 1;
+  }
+  // The output next: an unwritable path must fail before anything attaches.
   trace::TraceWriter writer;
   writer.block_bytes = static_cast<uint64_t>(o.block_kb) << 10;
-  std::string error;
   if (!writer.open(o.output, &error)) {
     std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
     return 1;
   }
 
+  // One of two BPF objects, the same ring-buffer records: jvmtrace USDT
+  // probes, or uprobes on a stock HotSpot's functions.
   set_libbpf_verbose(o.verbose);
-  std::unique_ptr<jvmtrace_record, SkelDelete> skel(jvmtrace_record__open());
   const uint64_t ring_bytes = static_cast<uint64_t>(o.buffer_mb) << 20;
-  if (skel) {
-    bpf_map__set_max_entries(skel->maps.events, static_cast<uint32_t>(ring_bytes));
-    skel->rodata->wakeup_bytes = ring_bytes / 8;
+  std::unique_ptr<jvmtrace_record, SkelDelete> usdt_skel;
+  std::unique_ptr<jvmtrace_stock, StockSkelDelete> stock_skel;
+  bpf_object* obj = nullptr;
+  bpf_map* events = nullptr;
+  const volatile __u64* dropped = nullptr;  // the BPF side's drop count (mmapped .bss)
+  int loaded = -1;
+  if (stock) {
+    stock_skel.reset(jvmtrace_stock__open());
+    if (stock_skel) {
+      bpf_map__set_max_entries(stock_skel->maps.events, static_cast<uint32_t>(ring_bytes));
+      stock_skel->rodata->wakeup_bytes = ring_bytes / 8;
+      stock_skel->rodata->klass_name_off = stock_target.klass_name_off;
+      stock_skel->rodata->symbol_length_off = stock_target.symbol_length_off;
+      stock_skel->rodata->symbol_body_off = stock_target.symbol_body_off;
+      loaded = jvmtrace_stock__load(stock_skel.get());
+      obj = stock_skel->obj;
+      events = stock_skel->maps.events;
+      dropped = &stock_skel->bss->dropped;
+    }
+  } else {
+    usdt_skel.reset(jvmtrace_record__open());
+    if (usdt_skel) {
+      bpf_map__set_max_entries(usdt_skel->maps.events, static_cast<uint32_t>(ring_bytes));
+      usdt_skel->rodata->wakeup_bytes = ring_bytes / 8;
+      loaded = jvmtrace_record__load(usdt_skel.get());
+      obj = usdt_skel->obj;
+      events = usdt_skel->maps.events;
+      dropped = &usdt_skel->bss->dropped;
+    }
   }
-  if (!skel || jvmtrace_record__load(skel.get()) != 0) {
+  if (loaded != 0) {
     std::fprintf(stderr, "jvmtrace record: loading the BPF programs failed: %s\n", bpf_load_hint(errno).c_str());
     unlink(o.output.c_str());
     return 1;
   }
 
-  Recorder recorder(o.pid, &writer);
-  RingBuffer rb(ring_buffer__new(bpf_map__fd(skel->maps.events), &Recorder::on_event, &recorder, nullptr));
+  Recorder recorder(o.pid, &writer, stock ? &stock_target : nullptr);
+  RingBuffer rb(ring_buffer__new(bpf_map__fd(events), &Recorder::on_event, &recorder, nullptr));
   if (!rb) {
     std::fprintf(stderr, "jvmtrace record: ring buffer: %s\n", std::strerror(errno));
     unlink(o.output.c_str());
@@ -253,21 +355,25 @@ int record_command(int argc, char** argv) {
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   const uint64_t mono0 = clock_ns(CLOCK_MONOTONIC), real0 = clock_ns(CLOCK_REALTIME);
-  writer.meta("jvmtrace_version=1\nmode=usdt\npid=" + std::to_string(o.pid) + "\nbinary=" + target.binary +
+  writer.meta(std::string("jvmtrace_version=1\nmode=") + (stock ? "stock" : "usdt") +
+              "\npid=" + std::to_string(o.pid) + "\nbinary=" + target.binary +
               "\nhost=" + host + "\ncmdline=" + process_cmdline(o.pid) +
               "\nstart_monotonic_ns=" + std::to_string(mono0) + "\nstart_realtime_ns=" + std::to_string(real0) +
-              "\nring_buffer_bytes=" + std::to_string(ring_bytes) + "\n");
+              "\nring_buffer_bytes=" + std::to_string(ring_bytes) +
+              (stock ? std::string("\nstock_coverage=") + StockTarget::coverage() : std::string()) + "\n");
 
   Links links;
-  if (!attach_jvmtrace_usdt(skel->obj, o.pid, target.binary, &links, &error)) {
+  const bool attached = stock ? stock_target.attach(obj, &links, &error)
+                              : attach_jvmtrace_usdt(obj, o.pid, target.binary, &links, &error);
+  if (!attached) {
     std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
     links.clear();
     unlink(o.output.c_str());
     return 1;
   }
   install_stop_handlers();
-  std::fprintf(stderr, "Recording PID %d (%zu probes in %s) to %s. Hit Ctrl-C to end.\n", o.pid, links.size(),
-               target.binary.c_str(), o.output.c_str());
+  std::fprintf(stderr, "Recording PID %d (%zu %s in %s) to %s. Hit Ctrl-C to end.\n", o.pid, links.size(),
+               stock ? "uprobes, stock mode" : "probes", target.binary.c_str(), o.output.c_str());
 
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
@@ -275,7 +381,7 @@ int record_command(int argc, char** argv) {
   uint64_t dropped_seen = 0;
   auto last_warning = start - std::chrono::seconds(10);
   auto note_drops = [&] {
-    const uint64_t d = __atomic_load_n(&skel->bss->dropped, __ATOMIC_RELAXED);
+    const uint64_t d = *dropped;
     if (d > dropped_seen) {
       writer.lost(clock_ns(CLOCK_MONOTONIC), d - dropped_seen);
       dropped_seen = d;

@@ -241,7 +241,7 @@ class Report {
         first = false;
       }
       s += "], \"tlab_size\": " + stats_json(tlab) + ", \"tlab_waste_bytes\": " + std::to_string(tlab_waste_) +
-           ", \"outside_tlab_size\": " + stats_json(outside) + ", \"slow_path_ns\": " + stats_json(slow) +
+           ", \"outside_tlab_size\": " + stats_json(outside) + ", \"slow_path_ns\": " + (r_.meta_value("mode") == "stock" ? std::string("null") : stats_json(slow)) +
            ", \"slow_path_outcomes\": {";
       first = true;
       for (const auto& [o, n] : outcomes_) {
@@ -272,6 +272,8 @@ class Report {
     }
     std::printf("jvmtrace report: PID %s, %s mode\n  %s\n", r_.meta_value("pid").c_str(), r_.meta_value("mode").c_str(),
                 r_.meta_value("cmdline").c_str());
+    if (!r_.meta_value("stock_coverage").empty())
+      std::printf("  stock mode records: %s\n", r_.meta_value("stock_coverage").c_str());
     std::printf("  %" PRIu64 " events over %.3f s, %" PRIu64 " lost; trace %s%s%s\n", events_, span_s, lost_,
                 st.describe().c_str(), end_text_.empty() ? "" : "; ended: ", end_text_.c_str());
     std::printf("  trace: %" PRIu64 " bytes, %.2f per event; an event record is %" PRIu64 " bytes at the median, %" PRIu64
@@ -292,10 +294,13 @@ class Report {
                   what, s.n, s.sum, s.min, s.p50, s.p99, s.max, unit);
     };
     std::printf("\nAllocation:\n");
+    const bool stock = r_.meta_value("mode") == "stock";
     row("TLAB sizes", tlab, "bytes");
-    std::printf("  %-26s %" PRIu64 " bytes retired unused\n", "TLAB waste", tlab_waste_);
+    if (stock) std::printf("  %-26s not known in stock mode\n", "TLAB waste");
+    else std::printf("  %-26s %" PRIu64 " bytes retired unused\n", "TLAB waste", tlab_waste_);
     row("outside-TLAB objects", outside, "bytes");
-    row("slow path (enter->exit)", slow, "ns");
+    if (stock) std::printf("  %-26s not observable in stock mode\n", "slow path (enter->exit)");
+    else row("slow path (enter->exit)", slow, "ns");
     std::printf("  %-26s", "slow path outcomes");
     for (const auto& [o, n] : outcomes_) std::printf(" %s=%" PRIu64, outcome_name(o), n);
     std::printf("\n\nPromotion:\n");

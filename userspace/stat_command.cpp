@@ -311,6 +311,11 @@ int stat_command(int argc, char** argv) {
   }
   Target target;
   if (!check_target("jvmtrace stat", o.pid, o.binary, &target)) return 1;
+  if (!target.has_probes) {
+    print_no_probes("jvmtrace stat", target,
+                    "stat has no stock mode yet; 'jvmtrace record --mode stock' records a stock JVM.");
+    return 1;
+  }
   const std::string& libjvm = target.binary;
   set_libbpf_verbose(o.verbose);
   std::unique_ptr<jvmtrace_stat, SkelDelete> skel(jvmtrace_stat__open());

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 
@@ -25,6 +26,21 @@ std::string find_libjvm(pid_t pid) {
       return "/proc/" + std::to_string(pid) + "/root" + line.substr(slash);
   }
   return {};
+}
+
+uint64_t libjvm_map_start(pid_t pid) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  static const std::string kLib = "/libjvm.so";
+  while (std::getline(maps, line)) {
+    if (line.size() < kLib.size() || line.compare(line.size() - kLib.size(), kLib.size(), kLib) != 0) continue;
+    // start-end perms offset dev inode path
+    unsigned long long start = 0, end = 0, offset = 1;
+    char perms[8];
+    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx", &start, &end, perms, &offset) == 4 && offset == 0)
+      return start;
+  }
+  return 0;
 }
 
 bool process_alive(pid_t pid) {

@@ -13,6 +13,10 @@ namespace jvmtrace {
 // Empty if PID maps none (not a JVM) or its maps cannot be read.
 std::string find_libjvm(pid_t pid);
 
+// Where PID mapped offset 0 of its libjvm.so (the base for symbol
+// addresses); 0 if it maps none.
+uint64_t libjvm_map_start(pid_t pid);
+
 // True while PID exists (a zombie counts as gone).
 bool process_alive(pid_t pid);
 

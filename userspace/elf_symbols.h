@@ -1,0 +1,48 @@
+// A shared library's symbols (libelf: .symtab and .dynsym), looked up the
+// ways stock mode needs: a C++ function by its qualified name (the mangled
+// name differs between JDK builds), an exported variable by name, and the
+// object an address falls in (a vtable, to name a C++ object's class).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace jvmtrace {
+
+class ElfSymbols {
+ public:
+  // False with *error if path is not a readable ELF file with symbols.
+  bool load(const std::string& path, std::string* error);
+
+  // The mangled name of the one function whose demangled name is
+  // "qualified(...)", e.g. "AllocTracer::send_allocation_in_new_tlab".
+  // Compiler clones (".part.0", ".cold") are not candidates.  Empty with
+  // *error when there is none (stripped, or another HotSpot) or several.
+  std::string function(const std::string& qualified, std::string* error) const;
+
+  // A symbol's address in the file (st_value); 0 if there is none.
+  uint64_t value(const std::string& mangled) const;
+
+  // The demangled name of the data object that contains vaddr, and the
+  // offset into it; empty if none does.
+  std::string object_at(uint64_t vaddr, uint64_t* offset) const;
+
+  // Add to a file address to get the address in a process that mapped the
+  // file's offset 0 at map_start.
+  uint64_t load_bias(uint64_t map_start) const { return map_start - first_load_vaddr_; }
+
+ private:
+  struct Sym {
+    std::string name;
+    uint64_t value, size;
+  };
+  std::vector<Sym> functions_;
+  std::vector<Sym> objects_;  // sorted by value
+  std::unordered_map<std::string, uint64_t> values_;
+  uint64_t first_load_vaddr_ = 0;
+};
+
+std::string demangle(const std::string& mangled);
+
+}  // namespace jvmtrace

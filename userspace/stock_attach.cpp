@@ -1,0 +1,103 @@
+#include "stock_attach.h"
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include "target.h"
+#include "vmstructs.h"
+
+namespace jvmtrace {
+
+namespace {
+
+// BPF program name -> the HotSpot function it traces.
+const std::pair<const char*, const char*> kFunctions[] = {
+    {"send_allocation_in_new_tlab", "AllocTracer::send_allocation_in_new_tlab"},
+    {"send_allocation_outside_tlab", "AllocTracer::send_allocation_outside_tlab"},
+    {"report_gc_start", "GCTracer::report_gc_start"},
+    {"report_gc_end", "GCTracer::report_gc_end"},
+};
+
+}  // namespace
+
+bool StockTarget::prepare(pid_t pid, const std::string& libjvm, std::string* error) {
+  pid_ = pid;
+  libjvm_ = libjvm;
+  if (!syms_.load(libjvm, error)) return false;
+  const uint64_t start = libjvm_map_start(pid);
+  if (!start) {
+    *error = "cannot find where PID " + std::to_string(pid) + " mapped libjvm.so";
+    return false;
+  }
+  bias_ = syms_.load_bias(start);
+  std::map<std::string, uint64_t> fields;
+  if (!read_vmstructs(pid, syms_, bias_, &fields, error)) return false;
+  for (auto [name, out] : {std::pair<const char*, uint64_t*>{"Klass::_name", &klass_name_off},
+                           {"Symbol::_length", &symbol_length_off},
+                           {"Symbol::_body", &symbol_body_off}}) {
+    auto it = fields.find(name);
+    if (it == fields.end()) {
+      *error = std::string("this HotSpot exports no ") + name + " in gHotSpotVMStructs";
+      return false;
+    }
+    *out = it->second;
+  }
+  for (const auto& [prog, fn] : kFunctions) {
+    if (syms_.function(fn, error).empty()) return false;
+  }
+  return true;
+}
+
+bool StockTarget::attach(bpf_object* obj, Links* links, std::string* error) const {
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, obj) {
+    if (!bpf_program__autoload(prog)) continue;
+    const char* name = bpf_program__name(prog);
+    const char* fn = nullptr;
+    for (const auto& [p, f] : kFunctions)
+      if (!std::strcmp(p, name)) fn = f;
+    if (!fn) {
+      *error = std::string("no HotSpot function for program ") + name;
+      return false;
+    }
+    const std::string mangled = syms_.function(fn, error);
+    if (mangled.empty()) return false;
+    LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = mangled.c_str());
+    bpf_link* l = bpf_program__attach_uprobe_opts(prog, pid_, libjvm_.c_str(), 0, &opts);
+    if (!l) {
+      *error = std::string("cannot attach a uprobe to ") + fn + " in " + libjvm_ + ": " + std::strerror(errno);
+      return false;
+    }
+    links->emplace_back(l);
+  }
+  return true;
+}
+
+std::string StockTarget::gc_name(uint64_t vptr) const {
+  uint64_t off = 0;
+  std::string o = syms_.object_at(vptr - bias_, &off);
+  static const std::string kVtable = "vtable for ";
+  if (o.compare(0, kVtable.size(), kVtable) != 0) return {};
+  std::string cls = o.substr(kVtable.size());
+  for (const char* suffix : {"GCTracer", "Tracer"}) {
+    const size_t n = std::strlen(suffix);
+    if (cls.size() > n && cls.compare(cls.size() - n, n, suffix) == 0) return cls.substr(0, cls.size() - n);
+  }
+  return cls;
+}
+
+const char* StockTarget::coverage() {
+  return "tlab__refill (no retired_waste_bytes: 0); outside-TLAB allocations as alloc__slow__enter/exit "
+         "pairs at one instant (outcome 2; no slow-path latency, no new-TLAB or failed outcomes); "
+         "gc__start/end (gc_id counted from attach, not HotSpot's; cause as its GCCause number; "
+         "no heap_used/heap_committed); no plab__alloc, plab__retire or promote__direct";
+}
+
+uint32_t gc_kind_of(const std::string& name) {
+  if (name == "ParallelScavenge" || name == "DefNew" || name == "G1New") return 0;
+  if (name == "ParallelOld" || name == "SerialOld" || name == "G1Full") return 1;
+  return 2;
+}
+
+}  // namespace jvmtrace
