@@ -9,6 +9,7 @@ Configurations (pick with --configs, comma-separated):
   stat-noslow patched + `jvmtrace stat --no-slow-path` (refill, GC and PLAB probes only)
   jvmmem      patched + the jvmmem bpftrace tool attached (every probe, bpftrace)
   record      patched + `jvmtrace record` to a file (every event, ring buffer, trace file)
+  stock-record unpatched + `jvmtrace record --mode stock` (uprobes on HotSpot's functions)
   jfr         patched + JFR from launch with the same events (TLAB and outside-TLAB
               allocations, PLAB and outside-PLAB promotions, GCs), no stack traces
   jfr-stacks  the same with stack traces, as JFR's profile settings record them
@@ -39,6 +40,8 @@ TRACERS = {
     "stat-noslow": (lambda pid: [str(REPO / "build/userspace/jvmtrace"), "stat", "--no-slow-path", "-p", str(pid)],
                     "stderr"),
     "jvmmem": (lambda pid: [str(REPO / "scripts/jvmtrace-bt"), "jvmmem", str(pid)], "stdout"),
+    "stock-record": (lambda pid: [str(REPO / "build/userspace/jvmtrace"), "record", "-q", "--mode", "stock", "-p",
+                                  str(pid), "-o", f"{TRACE_DIR}/bench-stock.jvmtrace"], "stderr"),
     "record": (lambda pid: [str(REPO / "build/userspace/jvmtrace"), "record", "-q", "-p", str(pid),
                             "-o", f"{TRACE_DIR}/bench.jvmtrace"], "stderr"),
 }
@@ -74,7 +77,7 @@ def jdk_homes():
 
 def run_once(config, homes, classes, gc, heap, args):
     """Seconds of the program's measured phase, and its checksum."""
-    home = homes["unpatched" if config == "unpatched" else "patched"]
+    home = homes["unpatched" if config in ("unpatched", "stock-record") else "patched"]
     cmd = [f"{home}/bin/java", f"-XX:+Use{gc}GC", f"-Xms{heap}", f"-Xmx{heap}", *jvm_flags(config), "-cp", classes,
            "AllocBench", *map(str, args), "wait"]
     java = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

@@ -14,6 +14,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include "hotspot.bpf.h"
 #include "jvmtrace_events.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -72,17 +73,9 @@ static __always_inline void submit(struct jt_event *e, bool wake)
 	bpf_ringbuf_submit(e, wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 }
 
-/* A Klass's name: the address of its Symbol's bytes, and their length. */
 static __always_inline void class_name(__u64 klass, __u64 *body, __u64 *len)
 {
-	__u64 sym = 0;
-	__u16 n = 0;
-
-	bpf_probe_read_user(&sym, sizeof(sym), (void *)(klass + klass_name_off));
-	if (sym)
-		bpf_probe_read_user(&n, sizeof(n), (void *)(sym + symbol_length_off));
-	*body = sym ? sym + symbol_body_off : 0;
-	*len = n;
+	hotspot_class_name(klass, klass_name_off, symbol_length_off, symbol_body_off, body, len);
 }
 
 SEC("uprobe")

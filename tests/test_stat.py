@@ -16,9 +16,9 @@ U64 = 0xf7f6f5f4f3f2f1f0
 M64 = (1 << 64) - 1
 
 
-def stat_run(target_cmd, *extra):
+def stat_run(target_cmd, *extra, attached="Attached 8 probes"):
     run = traced_run(lambda pid: [str(JVMTRACE), "stat", "-p", str(pid), "--json", *extra], target_cmd,
-                     ready=lambda l: l.startswith("Attached 8 probes"), stderr_ready=True)
+                     ready=lambda l: l.startswith(attached), stderr_ready=True)
     reports = [json.loads(l) for l in run.trace_out if l.startswith("{")]
     assert reports, run.trace_err
     return run, reports[-1]
@@ -107,13 +107,15 @@ def test_bad_input_gets_a_clear_error(jdks, java_classes):
         r = jvmtrace(*bad)
         assert r.returncode == 2 and "USAGE" in r.stderr, (bad, r.stderr)
     assert jvmtrace("--help").returncode == 0 and "EXAMPLES" in jvmtrace("stat", "--help").stdout
-    # An unpatched JVM: no probes, and the message says what to use instead.
+    # An unpatched JVM with --mode usdt: no probes, and the message says what to use instead
+    # (--mode auto, the default, would attach in stock mode: tests/test_stock_mode.py).
     proc = subprocess.Popen(java_cmd(jdks["unpatched"], java_classes, "G1", 64, "SystemGc", 1),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         LineReader(proc.stdout).wait_for(lambda l: l.startswith("ready"), 60, "ready")
-        r = jvmtrace("stat", "-p", proc.pid, "-d", "1")
-        assert r.returncode == 1 and "has no jvmtrace probes" in r.stderr and "tlabstat_stock" in r.stderr
+        r = jvmtrace("stat", "-p", proc.pid, "-d", "1", "--mode", "usdt")
+        assert r.returncode == 1 and "has no jvmtrace probes" in r.stderr and "--mode stock" in r.stderr
+        assert "tlabstat_stock" in r.stderr
     finally:
         proc.stdin.write("go\n")
         proc.stdin.close()

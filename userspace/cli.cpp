@@ -87,6 +87,15 @@ void print_no_probes(const char* cmd, const Target& t, const char* alternative) 
                cmd, t.binary.c_str(), t.pid, alternative, t.pid);
 }
 
+bool parse_mode(const char* cmd, const char* s, std::string* mode) {
+  if (std::strcmp(s, "auto") && std::strcmp(s, "usdt") && std::strcmp(s, "stock")) {
+    std::fprintf(stderr, "%s: --mode takes auto, usdt or stock, not '%s'\n", cmd, s);
+    return false;
+  }
+  *mode = s;
+  return true;
+}
+
 void install_stop_handlers() {
   struct sigaction sa = {};
   sa.sa_handler = on_signal;

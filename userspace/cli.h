@@ -31,6 +31,9 @@ bool check_target(const char* cmd, pid_t pid, const std::string& binary, Target*
 // The error for a JVM without jvmtrace probes where a command needs them.
 void print_no_probes(const char* cmd, const Target& t, const char* alternative);
 
+// --mode's value: auto, usdt or stock; else prints why and returns false.
+bool parse_mode(const char* cmd, const char* s, std::string* mode);
+
 // SIGINT and SIGTERM set stop_requested() instead of killing the process.
 void install_stop_handlers();
 bool stop_requested();

@@ -105,6 +105,19 @@ std::string ElfSymbols::function(const std::string& qualified, std::string* erro
   return {};
 }
 
+std::vector<std::pair<std::string, uint64_t>> ElfSymbols::vtables(const std::string& suffix) const {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  static const std::string kVtable = "vtable for ";
+  for (const Sym& o : objects_) {
+    const std::string d = demangle(o.name);
+    if (d.compare(0, kVtable.size(), kVtable) != 0 || d.size() < kVtable.size() + suffix.size() ||
+        d.compare(d.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    out.emplace_back(d.substr(kVtable.size()), o.value);
+  }
+  return out;
+}
+
 uint64_t ElfSymbols::value(const std::string& mangled) const {
   auto it = values_.find(mangled);
   return it == values_.end() ? 0 : it->second;

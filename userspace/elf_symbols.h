@@ -28,6 +28,9 @@ class ElfSymbols {
   // offset into it; empty if none does.
   std::string object_at(uint64_t vaddr, uint64_t* offset) const;
 
+  // Every "vtable for C" whose class C ends with suffix: (C, file address).
+  std::vector<std::pair<std::string, uint64_t>> vtables(const std::string& suffix) const;
+
   // Add to a file address to get the address in a process that mapped the
   // file's offset 0 at map_start.
   uint64_t load_bias(uint64_t map_start) const { return map_start - first_load_vaddr_; }

@@ -258,11 +258,7 @@ int record_command(int argc, char** argv) {
         }
         break;
       case 'M':
-        o.mode = optarg;
-        if (o.mode != "auto" && o.mode != "usdt" && o.mode != "stock") {
-          std::fprintf(stderr, "jvmtrace record: --mode takes auto, usdt or stock, not '%s'\n", optarg);
-          return 2;
-        }
+        if (!parse_mode("jvmtrace record", optarg, &o.mode)) return 2;
         break;
       case 'q': o.progress = 0; break;
       case 'P': o.progress = 1; break;

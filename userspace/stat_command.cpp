@@ -22,6 +22,8 @@
 #include "histogram.h"
 #include "jvmtrace_stat.h"
 #include "jvmtrace_stat.skel.h"
+#include "jvmtrace_stat_stock.skel.h"
+#include "stock_attach.h"
 #include "target.h"
 #include "usdt_attach.h"
 
@@ -57,6 +59,18 @@ static_assert(sizeof(kHists) / sizeof(*kHists) == JT_HIST_COUNT, "histogram name
 struct SkelDelete {
   void operator()(jvmtrace_stat* s) const { jvmtrace_stat__destroy(s); }
 };
+struct StockSkelDelete {
+  void operator()(jvmtrace_stat_stock* s) const { jvmtrace_stat_stock__destroy(s); }
+};
+
+// The maps of bpf/stat_core.bpf.h, from whichever object was loaded.
+struct StatMaps {
+  bpf_map *counters, *hists, *threads, *classes, *new_keys;
+  template <typename Skel>
+  static StatMaps of(Skel* s) {
+    return {s->maps.counters, s->maps.hists, s->maps.threads, s->maps.classes, s->maps.new_keys};
+  }
+};
 
 struct Options {
   pid_t pid = 0;
@@ -65,15 +79,17 @@ struct Options {
   double duration = 0;  // 0: until Ctrl-C or the target exits
   bool json = false;
   bool verbose = false;
-  bool slow_path = true;  // attach alloc__slow__enter/exit (latency, outside-TLAB figures)
+  bool slow_path = true;
+  std::string mode = "auto";  // attach alloc__slow__enter/exit (latency, outside-TLAB figures)
   int top = 10;
 };
 
 void usage(FILE* out) {
   std::fprintf(out,
-               "USAGE: jvmtrace stat -p PID [-i SEC] [-d SEC] [--top N] [--json] [-v]\n"
-               "Aggregates a patched JVM's jvmtrace probes in the kernel and prints log2 histograms\n"
-               "(TLAB sizes, slow-path latency, outside-TLAB sizes, GC pauses by kind, PLAB sizes),\n"
+               "USAGE: jvmtrace stat -p PID [-i SEC] [-d SEC] [--top N] [--json] [--mode auto|usdt|stock] [-v]\n"
+               "Aggregates a JVM's jvmtrace probes (a stock JVM: uprobes) in the kernel and prints\n"
+               "log2 histograms (TLAB sizes, slow-path latency, outside-TLAB sizes, GC pauses by kind,\n"
+               "PLAB sizes),\n"
                "counters, and the top threads and classes by allocated bytes.\n"
                "  -p, --pid PID        the JVM\n"
                "  -i, --interval SEC   also print every SEC seconds (figures since attach)\n"
@@ -82,6 +98,9 @@ void usage(FILE* out) {
                "      --json           one JSON object per report, for machines\n"
                "      --no-slow-path   leave the slow-path probes detached: a third of the probe hits\n"
                "                       per TLAB refill, no latency or outside-TLAB figures\n"
+               "      --mode MODE      usdt: a patched JVM's jvmtrace probes; stock: uprobes on an unpatched\n"
+               "                       HotSpot (no slow-path latency, TLAB waste or PLAB figures);\n"
+               "                       auto (default): usdt if the JVM has the probes, else stock\n"
                "  -b, --binary PATH    the ELF file with the probes (default: PID's libjvm.so;\n"
                "                       e.g. the USDT test fixture)\n"
                "  -v, --verbose        libbpf debug output\n"
@@ -101,7 +120,7 @@ struct ClassRow { uint64_t key; jt_class_val v; std::string name; };
 
 class StatSession {
  public:
-  StatSession(const Options& o, jvmtrace_stat* skel) : o_(o), skel_(skel) {}
+  StatSession(const Options& o, const StatMaps& maps, bool stock) : o_(o), maps_(maps), stock_(stock) {}
 
   void report(double seconds) {
     read_maps();
@@ -116,18 +135,18 @@ class StatSession {
     for (int c = 0; c < JT_COUNTER_COUNT; c++) {
       uint32_t k = c;
       counters_[c] = 0;
-      bpf_map__lookup_elem(skel_->maps.counters, &k, sizeof k, &counters_[c], sizeof(uint64_t), 0);
+      bpf_map__lookup_elem(maps_.counters, &k, sizeof k, &counters_[c], sizeof(uint64_t), 0);
     }
     for (int h = 0; h < JT_HIST_COUNT; h++) {
       uint32_t k = h;
       std::memset(&hists_[h], 0, sizeof hists_[h]);
-      bpf_map__lookup_elem(skel_->maps.hists, &k, sizeof k, &hists_[h], sizeof hists_[h], 0);
+      bpf_map__lookup_elem(maps_.hists, &k, sizeof k, &hists_[h], sizeof hists_[h], 0);
     }
     threads_.clear();
-    for (const auto& [tid, v] : read_hash_map<uint32_t, jt_thread_val>(skel_->maps.threads))
+    for (const auto& [tid, v] : read_hash_map<uint32_t, jt_thread_val>(maps_.threads))
       threads_.push_back({tid, v, {}});
     classes_.clear();
-    for (const auto& [key, v] : read_hash_map<uint64_t, jt_class_val>(skel_->maps.classes))
+    for (const auto& [key, v] : read_hash_map<uint64_t, jt_class_val>(maps_.classes))
       classes_.push_back({key, v, {}});
     std::sort(threads_.begin(), threads_.end(), [](const ThreadRow& a, const ThreadRow& b) {
       return a.v.tlab_bytes + a.v.outside_bytes > b.v.tlab_bytes + b.v.outside_bytes;
@@ -188,7 +207,8 @@ class StatSession {
 
   void print_text(double seconds) {
     std::printf("\njvmtrace stat: PID %d, %.1f s since attach%s\n", o_.pid, seconds,
-                o_.slow_path ? "" : " (--no-slow-path: no slow-path latency or outside-TLAB figures)");
+                stock_ ? " (stock mode: no slow-path, TLAB waste or PLAB figures)"
+                : o_.slow_path ? "" : " (--no-slow-path: no slow-path latency or outside-TLAB figures)");
     for (int c = 0; c < JT_COUNTER_COUNT; c++)
       std::printf("  %-22s %llu\n", kCounterNames[c], (unsigned long long)counters_[c]);
     for (int h = 0; h < JT_HIST_COUNT; h++) {
@@ -215,7 +235,7 @@ class StatSession {
 
   void print_json(double seconds) {
     std::string s = "{\"pid\": " + std::to_string(o_.pid) + ", \"seconds\": " + std::to_string(seconds) +
-                    ", \"slow_path_probes\": " + (o_.slow_path ? "true" : "false") + ", \"counters\": {";
+                    ", \"mode\": \"" + (stock_ ? "stock" : "usdt") + "\", \"slow_path_probes\": " + (o_.slow_path && !stock_ ? "true" : "false") + ", \"counters\": {";
     for (int c = 0; c < JT_COUNTER_COUNT; c++)
       s += std::string(c ? ", " : "") + "\"" + kCounterNames[c] + "\": " + std::to_string(counters_[c]);
     s += "}, \"histograms\": {";
@@ -243,7 +263,8 @@ class StatSession {
   }
 
   const Options& o_;
-  jvmtrace_stat* skel_;
+  StatMaps maps_;
+  bool stock_;
   uint64_t counters_[JT_COUNTER_COUNT] = {};
   jt_hist_val hists_[JT_HIST_COUNT] = {};
   std::vector<ThreadRow> threads_;
@@ -261,6 +282,7 @@ int stat_command(int argc, char** argv) {
       {"duration", required_argument, nullptr, 'd'}, {"json", no_argument, nullptr, 'j'},
       {"top", required_argument, nullptr, 't'},      {"verbose", no_argument, nullptr, 'v'},
       {"binary", required_argument, nullptr, 'b'},   {"no-slow-path", no_argument, nullptr, 's'},
+      {"mode", required_argument, nullptr, 'M'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   int c;
@@ -294,6 +316,9 @@ int stat_command(int argc, char** argv) {
       case 'j': o.json = true; break;
       case 'b': o.binary = optarg; break;
       case 's': o.slow_path = false; break;
+      case 'M':
+        if (!parse_mode("jvmtrace stat", optarg, &o.mode)) return 2;
+        break;
       case 'v': o.verbose = true; break;
       case 'h': usage(stdout); return 0;
       default: usage(stderr); return 2;
@@ -311,35 +336,68 @@ int stat_command(int argc, char** argv) {
   }
   Target target;
   if (!check_target("jvmtrace stat", o.pid, o.binary, &target)) return 1;
-  if (!target.has_probes) {
-    print_no_probes("jvmtrace stat", target,
-                    "stat has no stock mode yet; 'jvmtrace record --mode stock' records a stock JVM.");
+  const bool stock = o.mode == "stock" || (o.mode == "auto" && !target.has_probes);
+  if (!stock && !target.has_probes) {
+    print_no_probes("jvmtrace stat", target, "Aggregate it with --mode stock (or the default --mode auto).");
+    return 1;
+  }
+  std::string error;
+  StockTarget stock_target;
+  if (stock && !stock_target.prepare(o.pid, target.binary, &error)) {
+    std::fprintf(stderr, "jvmtrace stat: stock mode cannot trace PID %d: %s\n", o.pid, error.c_str());
     return 1;
   }
   const std::string& libjvm = target.binary;
   set_libbpf_verbose(o.verbose);
-  std::unique_ptr<jvmtrace_stat, SkelDelete> skel(jvmtrace_stat__open());
-  if (skel && !o.slow_path) {
-    bpf_program__set_autoload(skel->progs.alloc__slow__enter, false);
-    bpf_program__set_autoload(skel->progs.alloc__slow__exit, false);
+  // One of two BPF objects with the same maps (bpf/stat_core.bpf.h).
+  std::unique_ptr<jvmtrace_stat, SkelDelete> skel;
+  std::unique_ptr<jvmtrace_stat_stock, StockSkelDelete> stock_skel;
+  StatMaps maps{};
+  bpf_object* obj = nullptr;
+  int loaded = -1;
+  if (stock) {
+    stock_skel.reset(jvmtrace_stat_stock__open());
+    if (stock_skel) {
+      stock_skel->rodata->klass_name_off = stock_target.klass_name_off;
+      stock_skel->rodata->symbol_length_off = stock_target.symbol_length_off;
+      stock_skel->rodata->symbol_body_off = stock_target.symbol_body_off;
+      loaded = jvmtrace_stat_stock__load(stock_skel.get());
+      if (loaded == 0) {
+        for (const auto& [vptr, kind] : stock_target.tracer_kinds())
+          bpf_map__update_elem(stock_skel->maps.tracer_kinds, &vptr, sizeof vptr, &kind, sizeof kind, BPF_ANY);
+        maps = StatMaps::of(stock_skel.get());
+        obj = stock_skel->obj;
+      }
+    }
+  } else {
+    skel.reset(jvmtrace_stat__open());
+    if (skel && !o.slow_path) {
+      bpf_program__set_autoload(skel->progs.alloc__slow__enter, false);
+      bpf_program__set_autoload(skel->progs.alloc__slow__exit, false);
+    }
+    if (skel && (loaded = jvmtrace_stat__load(skel.get())) == 0) {
+      maps = StatMaps::of(skel.get());
+      obj = skel->obj;
+    }
   }
-  if (!skel || jvmtrace_stat__load(skel.get()) != 0) {
+  if (loaded != 0) {
     std::fprintf(stderr, "jvmtrace stat: loading the BPF programs failed: %s\n", bpf_load_hint(errno).c_str());
     return 1;
   }
   Links links;
-  std::string error;
-  if (!attach_jvmtrace_usdt(skel->obj, o.pid, libjvm, &links, &error)) {
+  const bool attached = stock ? stock_target.attach(obj, &links, &error)
+                              : attach_jvmtrace_usdt(obj, o.pid, libjvm, &links, &error);
+  if (!attached) {
     std::fprintf(stderr, "jvmtrace stat: %s\n", error.c_str());
     return 1;
   }
   install_stop_handlers();
-  std::fprintf(stderr, "Attached %zu probes to PID %d (%s)%s. Hit Ctrl-C to end.\n", links.size(), o.pid,
-               libjvm.c_str(), o.slow_path ? "" : ", slow-path probes left detached");
+  std::fprintf(stderr, "Attached %zu %s to PID %d (%s)%s. Hit Ctrl-C to end.\n", links.size(),
+               stock ? "uprobes (stock mode)" : "probes", o.pid, libjvm.c_str(),
+               o.slow_path || stock ? "" : ", slow-path probes left detached");
 
-  StatSession session(o, skel.get());
-  RingBuffer names(
-      ring_buffer__new(bpf_map__fd(skel->maps.new_keys), &StatSession::on_new_key, &session, nullptr));
+  StatSession session(o, maps, stock);
+  RingBuffer names(ring_buffer__new(bpf_map__fd(maps.new_keys), &StatSession::on_new_key, &session, nullptr));
   if (!names) {
     std::fprintf(stderr, "jvmtrace stat: ring buffer: %s\n", std::strerror(errno));
     return 1;

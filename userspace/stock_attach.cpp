@@ -74,17 +74,35 @@ bool StockTarget::attach(bpf_object* obj, Links* links, std::string* error) cons
   return true;
 }
 
+namespace {
+// G1NewTracer -> G1New, G1FullGCTracer -> G1Full: HotSpot's GCName.
+std::string collector_of(const std::string& tracer_class) {
+  for (const char* suffix : {"GCTracer", "Tracer"}) {
+    const size_t n = std::strlen(suffix);
+    if (tracer_class.size() > n && tracer_class.compare(tracer_class.size() - n, n, suffix) == 0)
+      return tracer_class.substr(0, tracer_class.size() - n);
+  }
+  return tracer_class;
+}
+
+// An object's vtable pointer points past the vtable's offset-to-top and
+// typeinfo slots (Itanium C++ ABI, single inheritance).
+constexpr uint64_t kVptrOffset = 16;
+}  // namespace
+
 std::string StockTarget::gc_name(uint64_t vptr) const {
   uint64_t off = 0;
   std::string o = syms_.object_at(vptr - bias_, &off);
   static const std::string kVtable = "vtable for ";
   if (o.compare(0, kVtable.size(), kVtable) != 0) return {};
-  std::string cls = o.substr(kVtable.size());
-  for (const char* suffix : {"GCTracer", "Tracer"}) {
-    const size_t n = std::strlen(suffix);
-    if (cls.size() > n && cls.compare(cls.size() - n, n, suffix) == 0) return cls.substr(0, cls.size() - n);
-  }
-  return cls;
+  return collector_of(o.substr(kVtable.size()));
+}
+
+std::vector<std::pair<uint64_t, uint32_t>> StockTarget::tracer_kinds() const {
+  std::vector<std::pair<uint64_t, uint32_t>> out;
+  for (const auto& [cls, vaddr] : syms_.vtables("Tracer"))
+    out.emplace_back(bias_ + vaddr + kVptrOffset, gc_kind_of(collector_of(cls)));
+  return out;
 }
 
 const char* StockTarget::coverage() {

@@ -8,6 +8,8 @@
 #include <sys/types.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "elf_symbols.h"
 #include "usdt_attach.h"
@@ -28,6 +30,10 @@ class StockTarget {
   // The collector behind a GC tracer object, from its vtable pointer
   // (G1NewTracer -> "G1New"); "" if the address is no known vtable.
   std::string gc_name(uint64_t vptr) const;
+
+  // Every GC tracer class's vtable pointer as objects of it hold it in this
+  // process (vtable + 16), with its collection kind (gc_kind_of).
+  std::vector<std::pair<uint64_t, uint32_t>> tracer_kinds() const;
 
   // Which probes stock mode gives, and how completely, for the trace's meta.
   static const char* coverage();

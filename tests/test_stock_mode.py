@@ -1,4 +1,4 @@
-"""`jvmtrace record` in stock mode: the same events from unpatched HotSpots
+"""`jvmtrace record` and `jvmtrace stat` in stock mode: the same events from unpatched HotSpots
 (our unpatched build, Debian's JDK 17, Temurin 25 where installed) through
 uprobes on libjvm.so's own functions, checked against JFR and -Xlog:gc from
 the same run; exact System.gc() counts; what stock mode says it lacks; errors
@@ -16,6 +16,7 @@ from conftest import BUILD_DIR
 from helpers import LineReader, go_uptime_s, jfr_events, parse_gc_log, traced_run
 from test_jvm_probes import java_cmd, worker_tid
 from test_record import dump_json, links_and_uprobes
+from test_stat import stat_run
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
 STOCK = {"unpatched-17": None, "debian-17": "/usr/lib/jvm/java-17-openjdk-amd64",
@@ -146,3 +147,30 @@ def test_stock_mode_errors_and_detach(jdks, java_classes, tmp_path, usdt_fixture
     finally:
         fx.stdin.close()
         fx.wait(30)
+
+
+def stock_stat(target_cmd, *extra):
+    return stat_run(target_cmd, *extra, attached="Attached 4 uprobes (stock mode)")
+
+
+def test_stock_stat_equals_jfr_and_gc_log(stock_home, java_classes, tmp_path):
+    """stat --mode auto on a stock JVM aggregates in the kernel: the worker's
+    refills and TLAB bytes equal JFR's, every collection of the log is a
+    pause in the histograms, and the figures stock mode cannot know stay 0."""
+    jfr, log = tmp_path / "rec.jfr", tmp_path / "gc.log"
+    run, r = stock_stat(java_cmd(stock_home, java_classes, "G1", 64, "AllocWorker", 2_000_000, jfr, gc_log=log))
+    assert run.target_rc == 0, run.target_err
+    assert r["mode"] == "stock" and r["slow_path_probes"] is False
+    tid = worker_tid(run)
+    worker = next(t for t in r["threads"] if t["tid"] == tid)
+    assert worker["comm"] == "alloc-worker"
+    refills = [j["values"] for j in jfr_events(stock_home, jfr, "jdk.ObjectAllocationInNewTLAB")
+               if j["values"]["eventThread"]["osThreadId"] == tid]
+    assert worker["tlab_refills"] == len(refills) > 100
+    assert worker["tlab_bytes"] == sum(v["tlabSize"] for v in refills)
+    c, h = r["counters"], r["histograms"]
+    logged = parse_gc_log(log.read_text(), go_uptime_s(run.target_out))
+    assert c["gc_starts"] == c["gc_ends"] == len(logged) >= 3
+    assert h["gc_pause_young"]["total"] == len(logged) - 1 and h["gc_pause_full"]["total"] == 1  # + System.gc()
+    assert (c["slow_paths"], c["plabs"], c["tlab_waste_bytes"], h["slow_path_latency"]["total"]) == (0, 0, 0, 0)
+    assert {x["class"] for x in r["classes"][:2]} == {"AllocWorker$Node", "[B"}
