@@ -136,7 +136,7 @@ static __always_inline int gc_event(__u16 probe, __u64 tracer, __u64 cause)
 	e->args[0] = tracer;
 	e->args[1] = vptr;
 	e->args[2] = cause;
-	submit(e, true);
+	submit(e, false); /* names come from libjvm's symbols, not the process: no hurry */
 	return 0;
 }
 

@@ -391,6 +391,7 @@ int record_command(int argc, char** argv) {
   };
   uint8_t reason = trace::kEndUser;
   std::string reason_text;
+  auto next_housekeeping = start;
   for (;;) {
     // Events arrive without wakeups until wakeup_bytes are waiting: this
     // timeout is also how often a trickle of events is collected.
@@ -400,8 +401,14 @@ int record_command(int argc, char** argv) {
       reason_text = std::string("reading the ring buffer: ") + std::strerror(-n);
       break;
     }
-    note_drops();
+    // Under a steady stream the ring buffer's fd is always ready, so poll
+    // returns with a handful of events at a time: wait a little for a
+    // bigger batch (the buffer holds seconds of events at this rate).
+    if (n > 0 && n < 4096 && !stop_requested()) usleep(2000);
     const auto now = clock::now();
+    if (now < next_housekeeping && !stop_requested()) continue;
+    next_housekeeping = now + std::chrono::milliseconds(50);
+    note_drops();
     const double secs = std::chrono::duration<double>(now - start).count();
     writer.maybe_flush(clock_ns(CLOCK_MONOTONIC));
     if (writer.failed()) {
