@@ -24,6 +24,7 @@ enum jt_hist {
 
 struct jt_hist_val {
 	__u64 slots[JT_HIST_SLOTS];
+	__u64 sum;               /* of the values counted, for means and Prometheus' _sum */
 };
 
 /* Counters, index of the `counters` array map. */

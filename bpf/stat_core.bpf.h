@@ -87,6 +87,7 @@ static __always_inline void hist(__u32 h, __u64 value)
 	if (slot >= JT_HIST_SLOTS)
 		slot = JT_HIST_SLOTS - 1;
 	__sync_fetch_and_add(&hv->slots[slot], 1);
+	__sync_fetch_and_add(&hv->sum, value);
 }
 
 /* Tell user space about a key it has not seen, so it can name it now. */

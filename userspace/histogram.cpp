@@ -47,17 +47,33 @@ void print_log2_hist(FILE* out, const __u64* slots, int n, const char* unit, uin
   }
 }
 
-std::string log2_hist_json(const __u64* slots, int n, const char* unit, uint64_t divisor) {
+std::string log2_hist_json(const __u64* slots, int n, const char* unit, uint64_t divisor, uint64_t sum) {
   int first, last;
   used_range(slots, n, &first, &last);
   std::string s = std::string("{\"unit\": \"") + unit + "\", \"total\": " + std::to_string(hist_total(slots, n)) +
-                  ", \"buckets\": [";
+                  ", \"sum\": " + std::to_string(sum / divisor) + ", \"buckets\": [";
   for (int k = first; k <= last; k++) {
     s += (k == first ? "" : ", ");
     s += "{\"low\": " + std::to_string(slot_low(k) / divisor) + ", \"high\": " +
          std::to_string(slot_high(k) / divisor) + ", \"count\": " + std::to_string(slots[k]) + "}";
   }
   return s + "]}";
+}
+
+std::string log2_hist_prometheus(const std::string& name, const std::string& labels, const __u64* slots, int n,
+                                 uint64_t divisor, uint64_t sum) {
+  std::string s;
+  const std::string sep = labels.empty() ? "" : ",";
+  uint64_t cum = 0;
+  for (int k = 0; k < n; k++) {  // every slot, always: a series must not come and go between scrapes
+    cum += slots[k];
+    s += name + "_bucket{" + labels + sep + "le=\"" + std::to_string(slot_high(k) / divisor) + "\"} " +
+         std::to_string(cum) + "\n";
+  }
+  s += name + "_bucket{" + labels + sep + "le=\"+Inf\"} " + std::to_string(hist_total(slots, n)) + "\n";
+  s += name + "_sum{" + labels + "} " + std::to_string(sum / divisor) + "\n";
+  s += name + "_count{" + labels + "} " + std::to_string(hist_total(slots, n)) + "\n";
+  return s;
 }
 
 }  // namespace jvmtrace

@@ -13,8 +13,15 @@ namespace jvmtrace {
 // divided by `divisor` for display (e.g. ns -> us) and labelled `unit`.
 void print_log2_hist(FILE* out, const __u64* slots, int n, const char* unit, uint64_t divisor = 1);
 
-// {"unit": ..., "buckets": [{"low": L, "high": H, "count": N}, ...]} for the non-empty range.
-std::string log2_hist_json(const __u64* slots, int n, const char* unit, uint64_t divisor = 1);
+// {"unit": ..., "total": N, "sum": S, "buckets": [{"low": L, "high": H, "count": N}, ...]} for
+// the non-empty range; sum is the values' sum (divided by divisor).
+std::string log2_hist_json(const __u64* slots, int n, const char* unit, uint64_t divisor = 1, uint64_t sum = 0);
+
+// The Prometheus text exposition of a log2 histogram as family `name`:
+// cumulative _bucket lines (le = each slot's upper bound, then +Inf), _sum
+// and _count, each with `labels` ("k=\"v\",..."), divided by divisor.
+std::string log2_hist_prometheus(const std::string& name, const std::string& labels, const __u64* slots, int n,
+                                 uint64_t divisor, uint64_t sum);
 
 uint64_t hist_total(const __u64* slots, int n);
 

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "daemon_command.h"
 #include "dump_command.h"
 #include "record_command.h"
 #include "report_command.h"
@@ -17,6 +18,7 @@ void usage(FILE* out) {
                "  record  every event into a compact trace file\n"
                "  dump    print a trace file's events (text or JSON lines)\n"
                "  report  summarise a trace file: GCs, TLABs, PLABs, allocation rate, top classes\n"
+               "  daemon  talk to jvmtraced: status, list, attach, detach\n"
                "Run 'jvmtrace COMMAND --help' for a command's options.\n"
                "EXAMPLES:\n"
                "  sudo jvmtrace stat -p 4242\n"
@@ -38,6 +40,7 @@ int main(int argc, char** argv) {
   if (!std::strcmp(argv[1], "stat")) return jvmtrace::stat_command(argc - 1, argv + 1);
   if (!std::strcmp(argv[1], "record")) return jvmtrace::record_command(argc - 1, argv + 1);
   if (!std::strcmp(argv[1], "dump")) return jvmtrace::dump_command(argc - 1, argv + 1);
+  if (!std::strcmp(argv[1], "daemon")) return jvmtrace::daemon_command(argc - 1, argv + 1);
   if (!std::strcmp(argv[1], "report")) return jvmtrace::report_command(argc - 1, argv + 1);
   std::fprintf(stderr, "jvmtrace: unknown command '%s'\n", argv[1]);
   usage(stderr);

@@ -280,6 +280,9 @@ int record_command(int argc, char** argv) {
   }
   if (o.progress < 0) o.progress = isatty(STDERR_FILENO);
 
+  // From here on Ctrl-C (or the daemon's detach) ends the command through
+  // its cleanup path, even while it is still attaching.
+  install_stop_handlers();
   std::string error;
   Target target;
   if (!check_target("jvmtrace record", o.pid, o.binary, &target)) return 1;
@@ -367,7 +370,6 @@ int record_command(int argc, char** argv) {
     unlink(o.output.c_str());
     return 1;
   }
-  install_stop_handlers();
   std::fprintf(stderr, "Recording PID %d (%zu %s in %s) to %s. Hit Ctrl-C to end.\n", o.pid, links.size(),
                stock ? "uprobes, stock mode" : "probes", target.binary.c_str(), o.output.c_str());
 

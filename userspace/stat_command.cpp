@@ -78,6 +78,7 @@ struct Options {
   double interval = 0;  // 0: print once, at the end
   double duration = 0;  // 0: until Ctrl-C or the target exits
   bool json = false;
+  bool prometheus = false;  // the text exposition format, each report ending "# EOF"
   bool verbose = false;
   bool slow_path = true;
   std::string mode = "auto";  // attach alloc__slow__enter/exit (latency, outside-TLAB figures)
@@ -96,6 +97,7 @@ void usage(FILE* out) {
                "  -d, --duration SEC   stop after SEC seconds (default: Ctrl-C or the JVM exits)\n"
                "      --top N          threads and classes to list (default 10)\n"
                "      --json           one JSON object per report, for machines\n"
+               "      --prometheus     each report in Prometheus' text format, ending \"# EOF\"\n"
                "      --no-slow-path   leave the slow-path probes detached: a third of the probe hits\n"
                "                       per TLAB refill, no latency or outside-TLAB figures\n"
                "      --mode MODE      usdt: a patched JVM's jvmtrace probes; stock: uprobes on an unpatched\n"
@@ -125,7 +127,8 @@ class StatSession {
   void report(double seconds) {
     read_maps();
     resolve_names();
-    if (o_.json) print_json(seconds);
+    if (o_.prometheus) print_prometheus();
+    else if (o_.json) print_json(seconds);
     else print_text(seconds);
     std::fflush(stdout);
   }
@@ -233,6 +236,25 @@ class StatSession {
     }
   }
 
+  // Prometheus text exposition: counters and histograms labelled with the
+  // JVM's pid and the mode; jvmtraced merges these blocks across JVMs.
+  void print_prometheus() {
+    const std::string labels = "pid=\"" + std::to_string(o_.pid) + "\",mode=\"" + (stock_ ? "stock" : "usdt") + "\"";
+    std::string s;
+    for (int c = 0; c < JT_COUNTER_COUNT; c++) {
+      const std::string name = std::string("jvmtrace_") + kCounterNames[c] + "_total";
+      s += "# HELP " + name + " jvmtrace stat counter " + kCounterNames[c] + " (docs/stat.md)\n# TYPE " + name +
+           " counter\n" + name + "{" + labels + "} " + std::to_string(counters_[c]) + "\n";
+    }
+    for (int h = 0; h < JT_HIST_COUNT; h++) {
+      const std::string name = std::string("jvmtrace_") + kHists[h].name + "_" +
+                               (std::strcmp(kHists[h].unit, "usecs") == 0 ? "microseconds" : kHists[h].unit);
+      s += "# HELP " + name + " " + kHists[h].title + " (log2 buckets)\n# TYPE " + name + " histogram\n" +
+           log2_hist_prometheus(name, labels, hists_[h].slots, JT_HIST_SLOTS, kHists[h].divisor, hists_[h].sum);
+    }
+    std::printf("%s# EOF\n", s.c_str());
+  }
+
   void print_json(double seconds) {
     std::string s = "{\"pid\": " + std::to_string(o_.pid) + ", \"seconds\": " + std::to_string(seconds) +
                     ", \"mode\": \"" + (stock_ ? "stock" : "usdt") + "\", \"slow_path_probes\": " + (o_.slow_path && !stock_ ? "true" : "false") + ", \"counters\": {";
@@ -241,7 +263,7 @@ class StatSession {
     s += "}, \"histograms\": {";
     for (int h = 0; h < JT_HIST_COUNT; h++)
       s += std::string(h ? ", " : "") + "\"" + kHists[h].name + "\": " +
-           log2_hist_json(hists_[h].slots, JT_HIST_SLOTS, kHists[h].unit, kHists[h].divisor);
+           log2_hist_json(hists_[h].slots, JT_HIST_SLOTS, kHists[h].unit, kHists[h].divisor, hists_[h].sum);
     s += "}, \"threads\": [";
     for (size_t i = 0; i < threads_.size(); i++) {
       const auto& t = threads_[i];
@@ -282,7 +304,7 @@ int stat_command(int argc, char** argv) {
       {"duration", required_argument, nullptr, 'd'}, {"json", no_argument, nullptr, 'j'},
       {"top", required_argument, nullptr, 't'},      {"verbose", no_argument, nullptr, 'v'},
       {"binary", required_argument, nullptr, 'b'},   {"no-slow-path", no_argument, nullptr, 's'},
-      {"mode", required_argument, nullptr, 'M'},
+      {"mode", required_argument, nullptr, 'M'},     {"prometheus", no_argument, nullptr, 'P'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   int c;
@@ -314,6 +336,7 @@ int stat_command(int argc, char** argv) {
         break;
       }
       case 'j': o.json = true; break;
+      case 'P': o.prometheus = true; break;
       case 'b': o.binary = optarg; break;
       case 's': o.slow_path = false; break;
       case 'M':
@@ -334,6 +357,9 @@ int stat_command(int argc, char** argv) {
     usage(stderr);
     return 2;
   }
+  // From here on Ctrl-C (or the daemon's detach) ends the command through
+  // its cleanup path, even while it is still attaching.
+  install_stop_handlers();
   Target target;
   if (!check_target("jvmtrace stat", o.pid, o.binary, &target)) return 1;
   const bool stock = o.mode == "stock" || (o.mode == "auto" && !target.has_probes);
@@ -391,7 +417,6 @@ int stat_command(int argc, char** argv) {
     std::fprintf(stderr, "jvmtrace stat: %s\n", error.c_str());
     return 1;
   }
-  install_stop_handlers();
   std::fprintf(stderr, "Attached %zu %s to PID %d (%s)%s. Hit Ctrl-C to end.\n", links.size(),
                stock ? "uprobes (stock mode)" : "probes", o.pid, libjvm.c_str(),
                o.slow_path || stock ? "" : ", slow-path probes left detached");

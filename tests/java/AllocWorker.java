@@ -9,6 +9,8 @@ import jdk.jfr.Recording;
  * allocation and promotion events jvmtrace is checked against.
  *
  * args: ITERATIONS (default 2_000_000) JFR_OUT (optional: no recording if absent)
+ *       hold (optional): afterwards print "done" and wait for a line on stdin before exiting,
+ *       so a tracer attached to the JVM can be read while it still lives
  * Prints "worker tid T" and a checksum that depends only on ITERATIONS.
  */
 public class AllocWorker {
@@ -87,5 +89,10 @@ public class AllocWorker {
             rec.close();
         }
         System.out.println("checksum " + result[0]);
+        if (args.length > 2 && args[2].equals("hold")) {
+            System.out.println("done");
+            System.out.flush();
+            new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
+        }
     }
 }

@@ -1,0 +1,301 @@
+"""jvmtraced, the collector daemon, with real JVMs and real eBPF: discovery,
+attach on request, Prometheus metrics that agree with JFR and -Xlog:gc from
+the same run, records into its own directory, detach leaving nothing behind
+(no BPF programs, links or uprobes; no fds in the daemon), many cycles, a
+strict control protocol, and a clean stop on SIGTERM."""
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from collections import defaultdict
+
+import pytest
+
+from conftest import BUILD_DIR
+from helpers import LineReader, go_uptime_s, jfr_events, parse_gc_log
+from test_jvm_probes import java_cmd
+from test_record import dump_json, links_and_uprobes
+
+JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
+JVMTRACED = BUILD_DIR / "userspace/jvmtraced"
+
+
+class Daemon:
+    def __init__(self, tmp_path, *extra):
+        self.sock = str(tmp_path / "d.sock")
+        self.dir = tmp_path / "traces"
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        self.port = s.getsockname()[1]
+        s.close()
+        self.proc = subprocess.Popen([str(JVMTRACED), "--socket", self.sock, "--trace-dir", str(self.dir),
+                                      "--metrics-port", str(self.port), "--stat-interval", "0.5", *extra],
+                                     stderr=subprocess.PIPE, text=True)
+        self.log = LineReader(self.proc.stderr)
+        self.log.wait_for(lambda l: "control socket" in l, 30, "the daemon to start")
+
+    def request(self, line):
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(self.sock)
+        s.sendall(line if isinstance(line, bytes) else line.encode())
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+        s.close()
+        return out.decode()
+
+    def client(self, *args):
+        return subprocess.run([str(JVMTRACE), "daemon", "--socket", self.sock, *map(str, args)],
+                              capture_output=True, text=True, timeout=60)
+
+    def metrics(self):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=10) as r:
+            assert r.status == 200
+            return r.read().decode()
+
+    def fds(self):
+        return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
+
+    def wait_listed(self, pid, timeout=10):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if re.search(rf"^{pid}\s", self.client("list").stdout, re.M):
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"the daemon did not find JVM {pid}")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(60)
+        return "\n".join(self.log.drain())
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    d = Daemon(tmp_path)
+    yield d
+    d.stop()
+
+
+def parse_exposition(text):
+    """{(name, frozenset(labels)): value}; also checks each family's TYPE comes once, before its samples."""
+    samples, typed, seen_samples = {}, set(), set()
+    family = None
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            name = line.split()[2]
+            assert name not in typed, f"second TYPE line for {name}"
+            typed.add(name)
+            family = name
+        elif line and not line.startswith("#"):
+            m = re.match(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$', line)
+            assert m, f"not an exposition sample: {line!r}"
+            name, labels = m.group(1), m.group(3) or ""
+            assert name.startswith(family), f"{name} outside its family {family}"
+            lab = frozenset(re.findall(r'(\w+)="([^"]*)"', labels))
+            assert (name, lab) not in seen_samples, f"duplicate sample {line}"
+            seen_samples.add((name, lab))
+            samples[(name, lab)] = float(m.group(4))
+    return samples
+
+
+def value(samples, name, **labels):
+    want = set(labels.items())
+    hits = [v for (n, lab), v in samples.items() if n == name and want <= set(lab)]
+    assert len(hits) == 1, (name, labels, hits)
+    return hits[0]
+
+
+def start_jvm(home, classes, tmp_path, *args, gc="G1"):
+    proc = subprocess.Popen(java_cmd(home, classes, gc, 64, "AllocWorker", *args, gc_log=tmp_path / "gc.log"),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    out = LineReader(proc.stdout)
+    out.wait_for(lambda l: l.startswith("ready"), 60, "ready")
+    proc.out = out
+    return proc
+
+
+def test_discover_attach_metrics_agree_with_jfr_then_detach_leaves_nothing(daemon, jdks, java_classes, tmp_path):
+    jfr = tmp_path / "rec.jfr"
+    before = links_and_uprobes()
+    proc = start_jvm(jdks["patched"], java_classes, tmp_path, 3_000_000, jfr, "hold")
+    try:
+        daemon.wait_listed(proc.pid)
+        assert re.search(rf"^{proc.pid}\s+{proc.pid}\s+jvmtrace\s+-\s", daemon.client("list").stdout, re.M)
+        fds0 = daemon.fds()
+        r = daemon.client("attach", proc.pid, "--stat")
+        assert r.returncode == 0 and r.stdout.startswith("ok: stat attached"), r.stdout + r.stderr
+        daemon.log.wait_for(lambda l: f"[stat {proc.pid}] Attached 8 probes" in l, 30, "the stat worker to attach")
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        proc.out.wait_for(lambda l: l == "done", 120, "the workload")
+        time.sleep(1.5)  # two stat reports after the work
+        m = parse_exposition(daemon.metrics())
+        pid = str(proc.pid)
+        assert value(m, "jvmtraced_jvms", probes="jvmtrace") >= 1
+        logged = parse_gc_log((tmp_path / "gc.log").read_text(), go_uptime_s(proc.out.lines))
+        starts = value(m, "jvmtrace_gc_starts_total", pid=pid)
+        assert starts == value(m, "jvmtrace_gc_ends_total", pid=pid) == len(logged) >= 5
+        pauses = value(m, "jvmtrace_gc_pause_young_microseconds_count", pid=pid) + \
+            value(m, "jvmtrace_gc_pause_full_microseconds_count", pid=pid)
+        assert pauses == sum(1 for _, what, _ in logged if what.startswith("Pause"))
+        proc.stdin.write("exit\n")  # JFR's file is written by now; the JVM may go
+        proc.stdin.flush()
+        proc.wait(60)
+        jfr_plabs = len(jfr_events(jdks["patched"], jfr, "jdk.PromoteObjectInNewPLAB"))
+        assert value(m, "jvmtrace_plabs_total", pid=pid) == jfr_plabs > 20
+        worker = defaultdict(int)
+        for e in jfr_events(jdks["patched"], jfr, "jdk.ObjectAllocationInNewTLAB"):
+            worker[e["values"]["eventThread"]["javaName"]] += 1
+        assert value(m, "jvmtrace_tlab_refills_total", pid=pid) >= worker["alloc-worker"] > 200
+        # Histogram consistency: +Inf bucket == _count == the counter.
+        assert value(m, "jvmtrace_tlab_size_bytes_bucket", pid=pid, le="+Inf") == \
+            value(m, "jvmtrace_tlab_size_bytes_count", pid=pid) == value(m, "jvmtrace_tlab_refills_total", pid=pid)
+        assert value(m, "jvmtrace_tlab_size_bytes_sum", pid=pid) == value(m, "jvmtrace_tlab_bytes_total", pid=pid)
+        # The JVM exited: its worker ends by itself, and nothing is left behind.
+        deadline = time.monotonic() + 10
+        while (links_and_uprobes() != before or daemon.fds() != fds0) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert links_and_uprobes() == before
+        assert daemon.fds() == fds0, os.listdir(f"/proc/{daemon.proc.pid}/fd")
+        assert "jvmtrace_tlab_refills_total" not in daemon.metrics()
+    finally:
+        proc.kill()
+        proc.wait(60)
+
+
+def test_many_attach_detach_cycles_leak_nothing(daemon, jdks, java_classes, tmp_path):
+    before = links_and_uprobes()
+    # Stock mode; the JVM works, then stays up ("hold") however long the cycles take.
+    proc = start_jvm(jdks["unpatched"], java_classes, tmp_path, 20_000_000, tmp_path / "r.jfr", "hold")
+    try:
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        daemon.wait_listed(proc.pid)
+        t0 = time.monotonic()
+        fds0 = daemon.fds()
+        for i in range(100):
+            what = "--stat" if i % 2 == 0 else "--record"
+            r = daemon.client("attach", proc.pid, what)
+            assert r.returncode == 0, r.stdout
+            r = daemon.client("detach", proc.pid)
+            assert r.returncode == 0 and r.stdout.startswith("ok: detached 1"), r.stdout
+        print(f"100 attach/detach cycles took {time.monotonic() - t0:.1f} s")
+        assert proc.poll() is None, "the JVM must survive the cycles"
+        assert daemon.fds() == fds0
+        assert links_and_uprobes() == before
+        traces = sorted(daemon.dir.glob("*.jvmtrace"))
+        assert traces, "the record cycles should have left traces"
+        for t in traces[-3:]:
+            rc, recs = dump_json(t)
+            assert rc.returncode == 0, rc.stderr
+    finally:
+        proc.kill()
+        proc.wait(60)
+
+
+def test_control_protocol_refuses_bad_requests_and_keeps_serving(daemon, usdt_fixture):
+    bad = {
+        b"bogus\n": "unknown request",
+        b"\n": "empty request",
+        b"attach\n": "needs a PID",
+        b"attach 1 stat\n": "is not a JVM this daemon has found",
+        b"attach 12x stat\n": "needs a PID",
+        b"attach 1 record ../../etc/passwd\n": "SECONDS must be",
+        b"attach 1 stat 5\n": "only attach PID record takes SECONDS",
+        b"detach 1 everything\n": "detach PID takes",
+        b"list extra\n": "takes no arguments",
+        b"status\x00\n": "control or non-ASCII byte",
+        b"A" * 100_000 + b"\n": "longer than 1024 bytes",
+        b"list": "not ended by a newline",
+        b"detach 4194304\n": "nothing attached",
+    }
+    for req, msg in bad.items():
+        reply = daemon.request(req)
+        assert reply.startswith("error: ") and msg in reply, (req[:40], reply)
+    assert daemon.client("status").stdout.startswith("jvmtraced pid")
+    # Not root: the socket itself refuses (mode 0600).
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", str(JVMTRACE), "daemon",
+                        "--socket", daemon.sock, "status"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1 and "Permission denied" in r.stderr, r.stderr
+    assert oct(os.stat(daemon.sock).st_mode & 0o777) == "0o600"
+    # Client-side validation.
+    for args in (["attach", "x"], ["attach", "1"], ["attach", "1", "--stat", "--duration", "3"], ["frobnicate"]):
+        r = daemon.client(*args)
+        assert r.returncode == 2, (args, r.stderr)
+
+
+def test_sigterm_mid_record_flushes_a_complete_trace(tmp_path, jdks, java_classes):
+    d = Daemon(tmp_path)
+    proc = start_jvm(jdks["patched"], java_classes, tmp_path, 400_000_000)
+    try:
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        d.wait_listed(proc.pid)
+        r = d.client("attach", proc.pid, "--record")
+        assert r.returncode == 0, r.stdout
+        path = r.stdout.split(" -> ")[1].strip()
+        assert path.startswith(str(d.dir)) and "/../" not in path
+        time.sleep(1.5)
+        log = d.stop()
+        assert d.proc.returncode == 0 and "stopped" in log
+        assert not os.path.exists(d.sock)
+        rc, recs = dump_json(path)
+        assert rc.returncode == 0, rc.stderr
+        end = next(x for x in recs if x["type"] == "end")
+        assert end["reason"] == "interrupted" and end["events"] > 100
+        assert proc.poll() is None, "the JVM keeps running after the daemon stops"
+    finally:
+        proc.kill()
+        proc.wait(60)
+        d.stop()
+
+
+def test_jvm_killed_while_recorded_and_disk_full_keep_the_daemon_serving(tmp_path, jdks, java_classes):
+    """A recorded JVM killed with SIGKILL leaves a complete trace; a full trace
+    directory stops that recording with the reason in the log, the trace
+    readable up to its last block; the daemon keeps serving throughout."""
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(small)], check=True)
+    d = Daemon(tmp_path, "--trace-dir", str(small))  # the later --trace-dir wins
+    procs = []
+    try:
+        for _ in range(2):
+            p = start_jvm(jdks["patched"], java_classes, tmp_path, 400_000_000)
+            p.stdin.write("go\n")
+            p.stdin.flush()
+            d.wait_listed(p.pid)
+            procs.append(p)
+        killed, filled = procs
+        r1 = d.client("attach", killed.pid, "--record")
+        r2 = d.client("attach", filled.pid, "--record")
+        assert r1.returncode == 0 and r2.returncode == 0, r1.stdout + r2.stdout
+        killed_trace = r1.stdout.split(" -> ")[1].strip()
+        time.sleep(0.5)
+        killed.kill()
+        killed.wait(30)
+        d.log.wait_for(lambda l: f"record worker" in l and f"for PID {killed.pid} ended (exit 0)" in l, 30,
+                       "the killed JVM's recording to end")
+        rc, recs = dump_json(killed_trace)
+        assert rc.returncode in (0, 3), rc.stderr  # 3 if the disk filled first
+        killed_events = sum(1 for x in recs if x["type"] == "event")
+        d.log.wait_for(lambda l: "No space left on device" in l, 60, "the full disk to be reported")
+        d.log.wait_for(lambda l: f"for PID {filled.pid} ended (exit 1)" in l, 30, "the recording to stop")
+        assert d.client("status").returncode == 0
+        assert str(filled.pid) in d.client("list").stdout
+        filled_trace = next(t for t in small.glob(f"jvm-{filled.pid}-*.jvmtrace"))
+        rc, recs = dump_json(filled_trace)
+        assert rc.returncode == 3 and "no end record" in rc.stderr, rc.stderr  # cut back to whole blocks
+        # The two recordings shared 256 KiB: what was written is there.
+        assert killed_events + sum(1 for x in recs if x["type"] == "event") > 1000
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait(30)
+        d.stop()
+        subprocess.run(["umount", str(small)], check=True)

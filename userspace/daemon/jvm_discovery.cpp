@@ -1,0 +1,103 @@
+#include "jvm_discovery.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "target.h"
+
+namespace jvmtrace {
+
+namespace {
+
+unsigned long long start_time(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t close = s.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(s.substr(close + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && rest >> field; i++)
+    if (i == 22) return std::strtoull(field.c_str(), nullptr, 10);
+  return 0;
+}
+
+pid_t ns_pid(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.compare(0, 6, "NSpid:") != 0) continue;
+    std::istringstream in(line.substr(6));
+    long v = pid, last = pid;
+    while (in >> v) last = v;
+    return static_cast<pid_t>(last);
+  }
+  return pid;
+}
+
+}  // namespace
+
+void JvmDiscovery::scan(std::vector<JvmProcess>* appeared, std::vector<JvmProcess>* exited) {
+  std::set<pid_t> alive;
+  if (DIR* d = opendir("/proc")) {
+    while (dirent* e = readdir(d)) {
+      char* end = nullptr;
+      const long pid = std::strtol(e->d_name, &end, 10);
+      if (*end || pid <= 0) continue;
+      alive.insert(static_cast<pid_t>(pid));
+    }
+    closedir(d);
+  }
+  for (auto it = seen_.begin(); it != seen_.end();) {
+    const bool gone = !alive.count(it->first) || start_time(it->first) != it->second.start_time;
+    if (gone) {
+      auto j = jvms_.find(it->first);
+      if (j != jvms_.end()) {
+        exited->push_back(j->second);
+        jvms_.erase(j);
+      }
+      it = seen_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (pid_t pid : alive) {
+    auto s = seen_.find(pid);
+    if (s == seen_.end()) {
+      // A process seen for the first time gets looked at for 10 scans: the
+      // java launcher maps libjvm.so only after it has started.
+      s = seen_.emplace(pid, Seen{start_time(pid), false, 10}).first;
+    }
+    if (s->second.jvm || s->second.rechecks <= 0) continue;
+    s->second.rechecks--;
+    if (!check(pid)) continue;
+    s->second.jvm = true;
+    appeared->push_back(jvms_[pid]);
+  }
+}
+
+bool JvmDiscovery::check(pid_t pid) {
+  const std::string lib = find_libjvm(pid);
+  if (lib.empty()) return false;
+  {
+    JvmProcess j;
+    j.pid = pid;
+    j.ns_pid = ns_pid(pid);
+    j.comm = thread_name(pid, static_cast<uint32_t>(pid));
+    j.libjvm = lib;
+    struct stat st;
+    if (::stat(lib.c_str(), &st) != 0) return false;
+    const auto key = std::make_pair(st.st_dev, st.st_ino);
+    auto p = patched_.find(key);
+    if (p == patched_.end()) p = patched_.emplace(key, has_usdt_provider(lib, "jvmtrace")).first;
+    j.patched = p->second;
+    jvms_[pid] = j;
+  }
+  return true;
+}
+
+}  // namespace jvmtrace

@@ -1,0 +1,12 @@
+// Prometheus text exposition for jvmtraced: the daemon's own gauges plus
+// every stat worker's last block, merged so each metric family's HELP and
+// TYPE appear once with all JVMs' samples under them (the format requires it).
+#pragma once
+#include <string>
+#include <vector>
+
+namespace jvmtrace {
+
+std::string merge_exposition(const std::vector<std::string>& blocks);
+
+}  // namespace jvmtrace

@@ -1,0 +1,95 @@
+// One attachment = one worker process: the jvmtrace binary itself, running
+// `stat --prometheus` or `record`.  The daemon never attaches in its own
+// process: a failing attachment cannot take it (or the others) down, and
+// there is one implementation of attach, detach and trace writing.
+// Detach = SIGINT, which runs the worker's normal cleanup (links
+// destroyed, trace flushed and ended).
+#pragma once
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace jvmtrace {
+
+class Worker {
+ public:
+  enum Kind { kStat, kRecord };
+  Worker(Kind kind, pid_t target) : kind_(kind), target_(target) {}
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // Starts exe with args; its stdout and stderr come back through fds the
+  // caller polls (read_stdout / read_stderr).  False with *error.
+  bool start(const std::string& exe, const std::vector<std::string>& args, std::string* error);
+
+  // Consume what the worker printed.  Stdout: complete "# EOF"-terminated
+  // Prometheus blocks (stat); stderr: lines handed to log.
+  void read_stdout();
+  template <typename Log>
+  void read_stderr(Log log) {
+    std::string chunk;
+    if (!read_some(err_fd_, &chunk)) return;
+    err_buf_ += chunk;
+    size_t nl;
+    while ((nl = err_buf_.find('\n')) != std::string::npos) {
+      log(err_buf_.substr(0, nl));
+      err_buf_.erase(0, nl + 1);
+    }
+  }
+
+  // Waits up to timeout_s for the worker to print a stderr line containing
+  // banner (it has attached); lines go to log.  False if it exited first or
+  // took too long, with *error holding its last lines.
+  template <typename Log>
+  bool wait_banner(const std::string& banner, double timeout_s, Log log, std::string* error);
+
+  // SIGINT (detach); reap() tells when it has exited.
+  void stop();
+  bool reap(int* status);  // true once the process is gone
+  void kill_now();
+
+  Kind kind() const { return kind_; }
+  pid_t target() const { return target_; }
+  pid_t pid() const { return pid_; }
+  int out_fd() const { return out_fd_; }
+  int err_fd() const { return err_fd_; }
+  const std::string& metrics() const { return metrics_; }  // the last complete block
+  std::string trace_path;                                  // kRecord
+  bool stopping = false;
+  double started_at = 0;
+
+ private:
+  static bool read_some(int fd, std::string* out);
+  static bool wait_readable(int fd, int timeout_ms);
+  Kind kind_;
+  pid_t target_;
+  pid_t pid_ = -1;
+  int out_fd_ = -1, err_fd_ = -1;
+  std::string out_buf_, err_buf_, metrics_;
+};
+
+template <typename Log>
+bool Worker::wait_banner(const std::string& banner, double timeout_s, Log log, std::string* error) {
+  std::string last;
+  bool seen = false;
+  for (int waited_ms = 0; !seen && waited_ms < timeout_s * 1000; waited_ms += 50) {
+    wait_readable(err_fd_, 50);
+    read_stderr([&](const std::string& l) {
+      log(l);
+      last = l;
+      if (l.find(banner) != std::string::npos) seen = true;
+    });
+    int status;
+    if (!seen && reap(&status)) {
+      read_stderr([&](const std::string& l) { log(l); last = l; });
+      *error = last.empty() ? "the worker exited" : last;
+      return false;
+    }
+  }
+  if (!seen) *error = "the worker did not attach within " + std::to_string(static_cast<int>(timeout_s)) + " s";
+  return seen;
+}
+
+}  // namespace jvmtrace

@@ -1,0 +1,4 @@
+#pragma once
+namespace jvmtrace {
+int daemon_command(int argc, char** argv);
+}

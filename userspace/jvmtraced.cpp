@@ -1,0 +1,575 @@
+// jvmtraced: the collector daemon.  Finds the JVMs on the host, attaches
+// `stat` or `record` to them on request (a Unix socket; `jvmtrace daemon
+// ...` is the client), serves the stat figures of every attached JVM to
+// Prometheus on localhost, and detaches everything when it stops.  Each
+// attachment is a worker process running the jvmtrace binary
+// (daemon/worker.h says why).  docs/daemon.md is the manual.
+#include <arpa/inet.h>
+#include <getopt.h>
+#include <grp.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <limits.h>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "daemon/jvm_discovery.h"
+#include "daemon/metrics.h"
+#include "daemon/request.h"
+#include "daemon/worker.h"
+#include "target.h"
+
+namespace jvmtrace {
+namespace {
+
+struct Config {
+  std::string socket_path = "/run/jvmtraced.sock";
+  std::string group;  // may also use the socket
+  std::string trace_dir = "/var/lib/jvmtraced";
+  std::string metrics_address = "127.0.0.1";
+  long metrics_port = 9464;  // 0: no metrics endpoint
+  bool auto_stat = false;
+  double stat_interval = 5;
+  std::string jvmtrace;  // the worker binary
+  bool verbose = false;
+};
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "USAGE: jvmtraced [--socket PATH] [--group NAME] [--trace-dir DIR] [--metrics-port N]\n"
+               "                 [--metrics-address ADDR] [--auto-stat] [--stat-interval SEC] [-v]\n"
+               "The jvmtrace collector daemon (run as root): finds JVMs, attaches stat or record on\n"
+               "request, serves Prometheus metrics, detaches everything on SIGTERM or Ctrl-C.\n"
+               "  --socket PATH         control socket (default /run/jvmtraced.sock, mode 0600)\n"
+               "  --group NAME          also let this group use the socket (mode 0660)\n"
+               "  --trace-dir DIR       where recordings go (default /var/lib/jvmtraced)\n"
+               "  --metrics-port N      Prometheus endpoint port (default 9464; 0: none)\n"
+               "  --metrics-address A   its address (default 127.0.0.1)\n"
+               "  --auto-stat           attach stat to every JVM found\n"
+               "  --stat-interval SEC   how often stat workers refresh the figures (default 5)\n"
+               "  --jvmtrace PATH       the jvmtrace binary (default: next to jvmtraced)\n"
+               "  -v, --verbose         log every scan and worker line\n"
+               "Clients: jvmtrace daemon status|list|attach PID --stat|--record [--duration SEC]|detach PID\n"
+               "EXAMPLES:\n"
+               "  sudo jvmtraced --auto-stat &  curl -s localhost:9464/metrics\n"
+               "  sudo jvmtrace daemon attach 4242 --record --duration 60\n");
+}
+
+volatile sig_atomic_t g_stop = 0;
+void on_stop(int) { g_stop = 1; }
+
+double now_s() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void log_line(const char* level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+void log_line(const char* level, const char* fmt, ...) {
+  char when[32];
+  std::time_t t = std::time(nullptr);
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", std::localtime(&t));
+  std::fprintf(stderr, "%s jvmtraced[%s] ", when, level);
+  va_list ap;
+  va_start(ap, fmt);
+  std::vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  std::fputc('\n', stderr);
+}
+
+bool write_all(int fd, const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    ssize_t n = send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Reads up to max bytes or a newline (or "\r\n\r\n" for HTTP), with a 1 s
+// deadline: a slow or silent client cannot hold the daemon up longer.
+std::string read_request(int fd, size_t max, const char* terminator, bool* too_long) {
+  timeval tv{1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string s;
+  char buf[512];
+  *too_long = false;
+  while (s.find(terminator) == std::string::npos) {
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    s.append(buf, static_cast<size_t>(n));
+    if (s.size() > max) {
+      *too_long = true;
+      break;
+    }
+  }
+  return s;
+}
+
+class Daemon {
+ public:
+  explicit Daemon(const Config& c) : c_(c) {}
+
+  bool start() {
+    if (mkdir(c_.trace_dir.c_str(), 0750) != 0 && errno != EEXIST) {
+      log_line("error", "cannot create the trace directory %s: %s", c_.trace_dir.c_str(), std::strerror(errno));
+      return false;
+    }
+    char real[PATH_MAX];
+    if (!realpath(c_.trace_dir.c_str(), real)) {
+      log_line("error", "trace directory %s: %s", c_.trace_dir.c_str(), std::strerror(errno));
+      return false;
+    }
+    trace_dir_ = real;
+    if (!listen_control() || !listen_metrics()) return false;
+    log_line("info", "pid %d; control socket %s; metrics %s; traces in %s; workers run %s", getpid(),
+             c_.socket_path.c_str(),
+             c_.metrics_port ? ("http://" + c_.metrics_address + ":" + std::to_string(c_.metrics_port) + "/metrics").c_str()
+                             : "off",
+             trace_dir_.c_str(), c_.jvmtrace.c_str());
+    return true;
+  }
+
+  int run() {
+    double next_scan = 0;
+    while (!g_stop) {
+      if (now_s() >= next_scan) {
+        scan();
+        next_scan = now_s() + 1.0;
+      }
+      std::vector<pollfd> fds;
+      fds.push_back({control_fd_, POLLIN, 0});
+      if (metrics_fd_ >= 0) fds.push_back({metrics_fd_, POLLIN, 0});
+      for (auto& w : workers_) {
+        fds.push_back({w->out_fd(), POLLIN, 0});
+        fds.push_back({w->err_fd(), POLLIN, 0});
+      }
+      int n = poll(fds.data(), fds.size(), 200);
+      if (n < 0 && errno != EINTR) {
+        log_line("error", "poll: %s", std::strerror(errno));
+        break;
+      }
+      if (fds[0].revents & POLLIN) serve_control();
+      if (metrics_fd_ >= 0 && (fds[1].revents & POLLIN)) serve_metrics();
+      for (auto& w : workers_) {
+        w->read_stdout();
+        const pid_t target = w->target();
+        const char* kind = w->kind() == Worker::kStat ? "stat" : "record";
+        w->read_stderr([&](const std::string& l) { log_line("info", "[%s %d] %s", kind, target, l.c_str()); });
+      }
+      reap();
+    }
+    shutdown();
+    return 0;
+  }
+
+ private:
+  bool listen_control() {
+    unlink(c_.socket_path.c_str());
+    control_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    if (c_.socket_path.size() >= sizeof a.sun_path) {
+      log_line("error", "socket path too long: %s", c_.socket_path.c_str());
+      return false;
+    }
+    std::strcpy(a.sun_path, c_.socket_path.c_str());
+    // Created with no access for anyone but root, then opened up as configured.
+    const mode_t old = umask(0177);
+    const int b = bind(control_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    umask(old);
+    if (b != 0 || listen(control_fd_, 16) != 0) {
+      log_line("error", "cannot listen on %s: %s", c_.socket_path.c_str(), std::strerror(errno));
+      return false;
+    }
+    if (!c_.group.empty()) {
+      group* g = getgrnam(c_.group.c_str());
+      if (!g) {
+        log_line("error", "no group '%s'", c_.group.c_str());
+        return false;
+      }
+      group_gid_ = g->gr_gid;
+      if (chown(c_.socket_path.c_str(), 0, g->gr_gid) != 0 || chmod(c_.socket_path.c_str(), 0660) != 0) {
+        log_line("error", "cannot give %s to group %s: %s", c_.socket_path.c_str(), c_.group.c_str(),
+                 std::strerror(errno));
+        return false;
+      }
+    }
+    return true;
+  }
+
+  bool listen_metrics() {
+    if (!c_.metrics_port) return true;
+    metrics_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    setsockopt(metrics_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(c_.metrics_port));
+    if (inet_pton(AF_INET, c_.metrics_address.c_str(), &a.sin_addr) != 1) {
+      log_line("error", "--metrics-address must be an IPv4 address, not %s", c_.metrics_address.c_str());
+      return false;
+    }
+    if (bind(metrics_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(metrics_fd_, 16) != 0) {
+      log_line("error", "cannot serve metrics on %s:%ld: %s", c_.metrics_address.c_str(), c_.metrics_port,
+               std::strerror(errno));
+      return false;
+    }
+    return true;
+  }
+
+  void scan() {
+    std::vector<JvmProcess> appeared, exited;
+    discovery_.scan(&appeared, &exited);
+    for (const JvmProcess& j : appeared) {
+      log_line("info", "found JVM %d (%s, pid %d in its namespace, %s)", j.pid, j.comm.c_str(), j.ns_pid,
+               j.patched ? "patched: jvmtrace probes" : "stock");
+      if (c_.auto_stat) {
+        std::string reply;
+        attach(j.pid, "stat", 0, &reply);
+        log_line("info", "%s", reply.c_str());
+      }
+    }
+    for (const JvmProcess& j : exited) log_line("info", "JVM %d (%s) exited", j.pid, j.comm.c_str());
+  }
+
+  // Only root, or the configured group, may talk to the daemon.
+  bool authorised(int fd, std::string* who) {
+    ucred cr{};
+    socklen_t len = sizeof cr;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0) return false;
+    *who = "uid " + std::to_string(cr.uid) + " pid " + std::to_string(cr.pid);
+    return cr.uid == 0 || (group_gid_ != static_cast<gid_t>(-1) && cr.gid == group_gid_);
+  }
+
+  void serve_control() {
+    int fd = accept4(control_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    std::string who, reply;
+    if (!authorised(fd, &who)) {
+      log_line("warn", "refused a client (%s): not root or the configured group", who.c_str());
+      write_all(fd, "error: not authorised (root or the daemon's group only)\n");
+      close(fd);
+      return;
+    }
+    bool too_long = false;
+    std::string line = read_request(fd, kMaxRequest, "\n", &too_long);
+    Request r;
+    std::string error;
+    if (too_long) {
+      reply = "error: request longer than " + std::to_string(kMaxRequest) + " bytes\n";
+    } else if (line.find('\n') == std::string::npos) {
+      reply = "error: request not ended by a newline within 1 s\n";
+    } else {
+      line.erase(line.find('\n'));
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (!parse_request(line, &r, &error)) reply = "error: " + error + "\n";
+      else reply = act(r);
+    }
+    if (reply.compare(0, 6, "error:") == 0 && c_.verbose)
+      log_line("info", "request from %s: %s", who.c_str(), reply.c_str());
+    write_all(fd, reply);
+    if (too_long) {
+      // Closing with unread input would reset the connection and lose the
+      // reply: read (and drop) what the client still sends, within limits.
+      ::shutdown(fd, SHUT_WR);
+      char sink[4096];
+      size_t dropped = 0;
+      ssize_t n;
+      while (dropped < (1u << 20) && (n = recv(fd, sink, sizeof sink, 0)) > 0) dropped += static_cast<size_t>(n);
+    }
+    close(fd);
+  }
+
+  std::string act(const Request& r) {
+    std::string out;
+    switch (r.verb) {
+      case Request::kStatus: {
+        int stats = 0, records = 0;
+        for (auto& w : workers_) (w->kind() == Worker::kStat ? stats : records)++;
+        out = "jvmtraced pid " + std::to_string(getpid()) + ", up " + std::to_string(static_cast<long>(now_s() - started_)) +
+              " s\njvms " + std::to_string(discovery_.jvms().size()) + "\nattached stat " + std::to_string(stats) +
+              ", record " + std::to_string(records) + "\ntrace_dir " + trace_dir_ + "\nmetrics " +
+              (c_.metrics_port ? "http://" + c_.metrics_address + ":" + std::to_string(c_.metrics_port) + "/metrics" : "off") +
+              "\n";
+        return out;
+      }
+      case Request::kList: {
+        char line[512];
+        std::snprintf(line, sizeof line, "%-8s %-8s %-8s %-14s %s\n", "PID", "NS_PID", "PROBES", "ATTACHED", "COMM");
+        out = line;
+        for (const auto& [pid, j] : discovery_.jvms()) {
+          std::string att;
+          for (auto& w : workers_)
+            if (w->target() == pid) att += std::string(att.empty() ? "" : ",") + (w->kind() == Worker::kStat ? "stat" : "record");
+          std::snprintf(line, sizeof line, "%-8d %-8d %-8s %-14s %s\n", pid, j.ns_pid, j.patched ? "jvmtrace" : "stock",
+                        att.empty() ? "-" : att.c_str(), j.comm.c_str());
+          out += line;
+        }
+        return out;
+      }
+      case Request::kAttach:
+        attach(r.pid, r.what, r.seconds, &out);
+        return out + "\n";
+      case Request::kDetach: {
+        int n = 0;
+        for (auto& w : workers_) {
+          if (w->target() != r.pid || w->stopping) continue;
+          if (!r.what.empty() && r.what != (w->kind() == Worker::kStat ? "stat" : "record")) continue;
+          w->stop();
+          n++;
+        }
+        if (!n) return "error: nothing attached to PID " + std::to_string(r.pid) + (r.what.empty() ? "" : " (" + r.what + ")") + "\n";
+        // Wait for the workers to finish their cleanup, so "ok" means detached.
+        const double deadline = now_s() + 15;
+        while (now_s() < deadline && reap_target(r.pid, r.what)) usleep(20000);
+        return "ok: detached " + std::to_string(n) + " from PID " + std::to_string(r.pid) + "\n";
+      }
+    }
+    return "error: ?\n";
+  }
+
+  // True while a worker of (pid, what) is still alive.
+  bool reap_target(pid_t pid, const std::string& what) {
+    reap();
+    for (auto& w : workers_)
+      if (w->target() == pid && (what.empty() || what == (w->kind() == Worker::kStat ? "stat" : "record"))) return true;
+    return false;
+  }
+
+  void attach(pid_t pid, const std::string& what, double seconds, std::string* reply) {
+    auto j = discovery_.jvms().find(pid);
+    if (j == discovery_.jvms().end()) {
+      scan();  // it may have started since the last scan
+      j = discovery_.jvms().find(pid);
+      if (j == discovery_.jvms().end()) {
+        *reply = "error: PID " + std::to_string(pid) + " is not a JVM this daemon has found";
+        return;
+      }
+    }
+    const Worker::Kind kind = what == "stat" ? Worker::kStat : Worker::kRecord;
+    for (auto& w : workers_)
+      if (w->target() == pid && w->kind() == kind && !w->stopping) {
+        *reply = "error: " + what + " is already attached to PID " + std::to_string(pid);
+        return;
+      }
+    std::vector<std::string> args;
+    auto w = std::make_unique<Worker>(kind, pid);
+    if (kind == Worker::kStat) {
+      char iv[32];
+      std::snprintf(iv, sizeof iv, "%g", c_.stat_interval);
+      args = {"stat", "-p", std::to_string(pid), "--prometheus", "-i", iv};
+    } else {
+      // The daemon names the file: a client never chooses a path.
+      char stamp[32];
+      std::time_t t = std::time(nullptr);
+      std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&t));
+      w->trace_path = trace_dir_ + "/jvm-" + std::to_string(pid) + "-" + stamp + ".jvmtrace";
+      args = {"record", "-q", "-p", std::to_string(pid), "-o", w->trace_path};
+      if (seconds > 0) {
+        char s[32];
+        std::snprintf(s, sizeof s, "%g", seconds);
+        args.push_back("-d");
+        args.push_back(s);
+      }
+    }
+    std::string error;
+    if (!w->start(c_.jvmtrace, args, &error)) {
+      *reply = "error: cannot start the worker: " + error;
+      return;
+    }
+    w->started_at = now_s();
+    // "ok" only once the worker has attached; its error otherwise.
+    const char* kind_name = what.c_str();
+    if (!w->wait_banner("Hit Ctrl-C to end.", 60,
+                        [&](const std::string& l) { log_line("info", "[%s %d] %s", kind_name, pid, l.c_str()); },
+                        &error)) {
+      w->stop();
+      int status;
+      for (int i = 0; i < 100 && !w->reap(&status); i++) usleep(20000);
+      *reply = "error: " + what + " could not attach to PID " + std::to_string(pid) + ": " + error;
+      return;
+    }
+    *reply = "ok: " + what + " attached to PID " + std::to_string(pid) + " (" +
+             (j->second.patched ? "jvmtrace probes" : "stock mode") + ", worker " + std::to_string(w->pid()) + ")" +
+             (w->trace_path.empty() ? "" : " -> " + w->trace_path);
+    workers_.push_back(std::move(w));
+  }
+
+  void reap() {
+    for (auto it = workers_.begin(); it != workers_.end();) {
+      int status = 0;
+      Worker& w = **it;
+      const pid_t wpid = w.pid();
+      if (!w.reap(&status)) {
+        ++it;
+        continue;
+      }
+      w.read_stdout();
+      w.read_stderr([&](const std::string& l) { log_line("info", "[%s %d] %s", w.kind() == Worker::kStat ? "stat" : "record", w.target(), l.c_str()); });
+      const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      log_line(ok ? "info" : "warn", "%s worker %d for PID %d ended (%s%d)", w.kind() == Worker::kStat ? "stat" : "record",
+               wpid, w.target(), WIFEXITED(status) ? "exit " : "signal ",
+               WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+      it = workers_.erase(it);
+    }
+  }
+
+  void serve_metrics() {
+    int fd = accept4(metrics_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    bool too_long = false;
+    std::string req = read_request(fd, 8192, "\r\n\r\n", &too_long);
+    std::string body, status = "200 OK";
+    if (req.compare(0, 13, "GET /metrics ") == 0 || req.compare(0, 14, "GET /metrics? ") == 0) {
+      body = metrics_text();
+    } else {
+      status = "404 Not Found";
+      body = "jvmtraced serves /metrics only\n";
+    }
+    write_all(fd, "HTTP/1.0 " + status + "\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: " +
+                      std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+    close(fd);
+  }
+
+  std::string metrics_text() {
+    int patched = 0;
+    for (const auto& [pid, j] : discovery_.jvms()) patched += j.patched;
+    int stats = 0, records = 0;
+    for (auto& w : workers_) (w->kind() == Worker::kStat ? stats : records)++;
+    std::vector<std::string> blocks;
+    blocks.push_back(
+        "# HELP jvmtraced_jvms JVMs found on the host\n# TYPE jvmtraced_jvms gauge\n"
+        "jvmtraced_jvms{probes=\"jvmtrace\"} " + std::to_string(patched) + "\njvmtraced_jvms{probes=\"stock\"} " +
+        std::to_string(discovery_.jvms().size() - patched) + "\n"
+        "# HELP jvmtraced_attachments attachments (worker processes) by kind\n# TYPE jvmtraced_attachments gauge\n"
+        "jvmtraced_attachments{kind=\"stat\"} " + std::to_string(stats) + "\njvmtraced_attachments{kind=\"record\"} " +
+        std::to_string(records) + "\n");
+    for (auto& w : workers_)
+      if (w->kind() == Worker::kStat && !w->metrics().empty()) blocks.push_back(w->metrics());
+    return merge_exposition(blocks);
+  }
+
+  void shutdown() {
+    log_line("info", "stopping: detaching %zu workers", workers_.size());
+    for (auto& w : workers_) w->stop();
+    const double deadline = now_s() + 20;
+    while (!workers_.empty() && now_s() < deadline) {
+      for (auto& w : workers_) {
+        w->read_stdout();
+        w->read_stderr([&](const std::string& l) { log_line("info", "[%d] %s", w->target(), l.c_str()); });
+      }
+      reap();
+      usleep(20000);
+    }
+    for (auto& w : workers_) {
+      log_line("warn", "worker %d for PID %d did not stop in time: killed", w->pid(), w->target());
+      w->kill_now();
+    }
+    workers_.clear();
+    if (control_fd_ >= 0) close(control_fd_);
+    if (metrics_fd_ >= 0) close(metrics_fd_);
+    unlink(c_.socket_path.c_str());
+    log_line("info", "stopped");
+  }
+
+  const Config& c_;
+  JvmDiscovery discovery_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  int control_fd_ = -1, metrics_fd_ = -1;
+  gid_t group_gid_ = static_cast<gid_t>(-1);
+  std::string trace_dir_;
+  double started_ = now_s();
+};
+
+std::string default_jvmtrace() {
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return "jvmtrace";
+  self[n] = 0;
+  std::string s(self);
+  return s.substr(0, s.rfind('/') + 1) + "jvmtrace";
+}
+
+}  // namespace
+}  // namespace jvmtrace
+
+int main(int argc, char** argv) {
+  using namespace jvmtrace;
+  Config c;
+  c.jvmtrace = default_jvmtrace();
+  static const option longopts[] = {
+      {"socket", required_argument, nullptr, 's'},       {"group", required_argument, nullptr, 'g'},
+      {"trace-dir", required_argument, nullptr, 't'},    {"metrics-port", required_argument, nullptr, 'm'},
+      {"metrics-address", required_argument, nullptr, 'a'}, {"auto-stat", no_argument, nullptr, 'A'},
+      {"stat-interval", required_argument, nullptr, 'i'}, {"jvmtrace", required_argument, nullptr, 'j'},
+      {"verbose", no_argument, nullptr, 'v'},            {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0}};
+  int opt;
+  while ((opt = getopt_long(argc, argv, "vh", longopts, nullptr)) != -1) {
+    switch (opt) {
+      case 's': c.socket_path = optarg; break;
+      case 'g': c.group = optarg; break;
+      case 't': c.trace_dir = optarg; break;
+      case 'm':
+        if (!parse_long(optarg, 0, 65535, &c.metrics_port)) {
+          std::fprintf(stderr, "jvmtraced: --metrics-port takes 0..65535, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 'a': c.metrics_address = optarg; break;
+      case 'A': c.auto_stat = true; break;
+      case 'i':
+        if (!parse_seconds(optarg, &c.stat_interval)) {
+          std::fprintf(stderr, "jvmtraced: --stat-interval takes a positive number of seconds, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 'j': c.jvmtrace = optarg; break;
+      case 'v': c.verbose = true; break;
+      case 'h': usage(stdout); return 0;
+      default: usage(stderr); return 2;
+    }
+  }
+  if (optind < argc) {
+    std::fprintf(stderr, "jvmtraced: unexpected argument '%s'\n", argv[optind]);
+    usage(stderr);
+    return 2;
+  }
+  if (geteuid() != 0) {
+    std::fprintf(stderr, "jvmtraced: run as root (it attaches eBPF programs to other users' JVMs)\n");
+    return 1;
+  }
+  if (access(c.jvmtrace.c_str(), X_OK) != 0) {
+    std::fprintf(stderr, "jvmtraced: cannot run the worker binary %s: %s (see --jvmtrace)\n", c.jvmtrace.c_str(),
+                 std::strerror(errno));
+    return 1;
+  }
+  struct sigaction sa = {};
+  sa.sa_handler = on_stop;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  Daemon d(c);
+  if (!d.start()) return 1;
+  return d.run();
+}
