@@ -324,3 +324,38 @@ def test_bad_input_gets_a_clear_error(jdks, java_classes, tmp_path, usdt_fixture
         for cmd in ("dump", "report"):
             r = jvmtrace(cmd, f)
             assert r.returncode == 1 and msg in r.stderr, (cmd, f, r.stderr)
+
+
+def test_segments_rotate_each_reads_alone_and_only_the_newest_are_kept(usdt_fixture, tmp_path):
+    """--segment-mb 1 --keep 3: several segments are written, the newest three
+    remain, each is a complete trace on its own (tables repeated, an end record
+    pointing at the next), and together they hold each thread's events as an
+    unbroken tail of what the fixture fired."""
+    threads, rounds = 2, 60000
+    base = tmp_path / "seg.jvmtrace"
+    run = record_run([str(usdt_fixture), "--wait-for", "stdin", "--real-tid", "--threads", str(threads),
+                      "--rounds", str(rounds), "--linger", "300"], base, "-b", usdt_fixture, "--segment-mb", "1",
+                     "--keep", "3", "--block-kb", "64")
+    assert run.target_rc == 0, run.target_err
+    files = sorted(tmp_path.glob("seg.*.jvmtrace"))
+    assert len(files) == 3, files
+    numbers = [int(f.name.split(".")[1]) for f in files]
+    assert numbers == list(range(numbers[0], numbers[0] + 3)) and numbers[0] >= 1, numbers  # older ones deleted
+    per_thread = defaultdict(list)
+    for i, f in enumerate(files):
+        r, recs = dump_json(f)
+        assert r.returncode == 0, (f, r.stderr)
+        end = next(x for x in recs if x["type"] == "end")
+        if i < 2:
+            assert end["reason"] == f"continued in the next segment: {files[i + 1]}"
+        else:
+            assert end["reason"] == "target exited" and end["events"] == threads * rounds * 8
+        for e in recs:
+            if e["type"] == "event":
+                assert e["thread"] == "usdt_fixture" and e["args"].get("class", NAME) == NAME
+                per_thread[e["tid"]].append((e["probe"], e["args"]))
+    expected = [ev for i in range(rounds) for ev in fixture_round(i)]
+    assert len(per_thread) == threads
+    for tid, evs in per_thread.items():
+        assert 0 < len(evs) < len(expected)
+        assert evs == expected[len(expected) - len(evs):], f"thread {tid}: not an unbroken tail"

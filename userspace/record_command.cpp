@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,6 +39,8 @@ struct Options {
   long buffer_mb = 16;
   long block_kb = 256;
   std::string mode = "auto";
+  long segment_mb = 0;  // 0: one file
+  long keep = 0;        // segments kept (oldest deleted); 0: all
   bool verbose = false;
   int progress = -1;  // -1: when stderr is a terminal
 };
@@ -45,7 +48,7 @@ struct Options {
 void usage(FILE* out) {
   std::fprintf(out,
                "USAGE: jvmtrace record -p PID -o FILE [-d SEC] [--mode auto|usdt|stock] [--buffer-mb N]\n"
-               "                       [--block-kb N] [-q|--progress] [-v]\n"
+               "                       [--segment-mb N [--keep N]] [--block-kb N] [-q|--progress] [-v]\n"
                "Records every jvmtrace probe hit of a JVM (TLAB refills, slow-path\n"
                "allocations, GCs, PLABs, direct promotions) into a compact trace file, until\n"
                "Ctrl-C, -d, or the JVM's exit.  Events the kernel could not queue are counted,\n"
@@ -54,6 +57,9 @@ void usage(FILE* out) {
                "  -o, --output FILE     the trace file to create (overwritten)\n"
                "  -d, --duration SEC    stop after SEC seconds\n"
                "      --buffer-mb N     kernel ring buffer size in MiB, a power of two (default 16)\n"
+               "      --segment-mb N    rotate: a new file each N MiB, named FILE with .000000, .000001, ...\n"
+               "                        before its .jvmtrace; each segment reads on its own\n"
+               "      --keep N          with --segment-mb: keep only the newest N segments\n"
                "      --block-kb N      trace block size in KiB (default 256); a block is also written\n"
                "                        once a second, so a killed recorder loses at most ~1 s\n"
                "  -q, --quiet           no progress line\n"
@@ -70,6 +76,16 @@ void usage(FILE* out) {
                "  jvmtrace record -p 4242 -o app.jvmtrace -d 60\n"
                "  jvmtrace record -p 4242 -o app.jvmtrace --mode stock   # an unpatched JVM\n"
                "  jvmtrace report app.jvmtrace\n");
+}
+
+// FILE.jvmtrace -> FILE.000007.jvmtrace (other names: NAME.000007).
+std::string segment_path(const std::string& base, uint64_t n) {
+  char num[32];
+  std::snprintf(num, sizeof num, ".%06llu", (unsigned long long)n);
+  static const std::string kExt = ".jvmtrace";
+  if (base.size() > kExt.size() && base.compare(base.size() - kExt.size(), kExt.size(), kExt) == 0)
+    return base.substr(0, base.size() - kExt.size()) + num + kExt;
+  return base + num;
 }
 
 uint64_t clock_ns(clockid_t c) {
@@ -226,6 +242,7 @@ int record_command(int argc, char** argv) {
       {"quiet", no_argument, nullptr, 'q'},           {"progress", no_argument, nullptr, 'P'},
       {"binary", required_argument, nullptr, 'b'},    {"verbose", no_argument, nullptr, 'v'},
       {"block-kb", required_argument, nullptr, 'k'},  {"mode", required_argument, nullptr, 'M'},
+      {"segment-mb", required_argument, nullptr, 'S'}, {"keep", required_argument, nullptr, 'K'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   int c;
@@ -260,6 +277,18 @@ int record_command(int argc, char** argv) {
       case 'M':
         if (!parse_mode("jvmtrace record", optarg, &o.mode)) return 2;
         break;
+      case 'S':
+        if (!parse_long(optarg, 1, 1 << 20, &o.segment_mb)) {
+          std::fprintf(stderr, "jvmtrace record: --segment-mb takes a number of MiB from 1, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 'K':
+        if (!parse_long(optarg, 1, 1000000, &o.keep)) {
+          std::fprintf(stderr, "jvmtrace record: --keep takes a positive number, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
       case 'q': o.progress = 0; break;
       case 'P': o.progress = 1; break;
       case 'b': o.binary = optarg; break;
@@ -279,6 +308,15 @@ int record_command(int argc, char** argv) {
     return 2;
   }
   if (o.progress < 0) o.progress = isatty(STDERR_FILENO);
+  if (o.keep && !o.segment_mb) {
+    std::fprintf(stderr, "jvmtrace record: --keep goes with --segment-mb\n");
+    return 2;
+  }
+  const std::string base_output = o.output;
+  uint64_t segment = 0;
+  std::deque<std::string> segments;  // files written, oldest first
+  if (o.segment_mb) o.output = segment_path(base_output, 0);
+  segments.push_back(o.output);
 
   // From here on Ctrl-C (or the daemon's detach) ends the command through
   // its cleanup path, even while it is still attaching.
@@ -413,6 +451,17 @@ int record_command(int argc, char** argv) {
     note_drops();
     const double secs = std::chrono::duration<double>(now - start).count();
     writer.maybe_flush(clock_ns(CLOCK_MONOTONIC));
+    if (o.segment_mb && writer.bytes_on_disk() >= static_cast<uint64_t>(o.segment_mb) << 20 && !writer.failed()) {
+      const std::string next = segment_path(base_output, ++segment);
+      if (writer.rotate(next, clock_ns(CLOCK_MONOTONIC))) {
+        segments.push_back(next);
+        o.output = next;
+        while (o.keep && segments.size() > static_cast<size_t>(o.keep)) {
+          unlink(segments.front().c_str());
+          segments.pop_front();
+        }
+      }
+    }
     if (writer.failed()) {
       reason = trace::kEndError;
       reason_text = "writing the trace failed";
@@ -437,8 +486,8 @@ int record_command(int argc, char** argv) {
   if (o.progress) std::fputc('\n', stderr);
   std::fprintf(stderr, "jvmtrace record: %s after %.1f s: %llu events, %llu bytes (%.2f B/event), %llu lost%s -> %s\n",
                reason_text.c_str(), secs, (unsigned long long)writer.events(),
-               (unsigned long long)writer.bytes_on_disk(),
-               writer.events() ? double(writer.bytes_on_disk()) / writer.events() : 0.0,
+               (unsigned long long)writer.bytes_total(),
+               writer.events() ? double(writer.bytes_total()) / writer.events() : 0.0,
                (unsigned long long)writer.lost_total(),
                writer.lost_total() ? " (ring buffer full: try a larger --buffer-mb)" : "", o.output.c_str());
   if (recorder.malformed_)

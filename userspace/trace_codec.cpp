@@ -49,7 +49,7 @@ bool get_text(const uint8_t** p, const uint8_t* end, uint64_t max, std::string* 
 
 const char* end_reason_name(uint8_t reason) {
   static const char* const names[kEndReasonCount] = {"interrupted", "duration elapsed", "target exited",
-                                                     "error"};
+                                                     "error", "continued in the next segment"};
   return reason < kEndReasonCount ? names[reason] : "unknown";
 }
 

@@ -42,6 +42,7 @@ enum EndReason : uint8_t {
   kEndDuration = 1,    // -d elapsed
   kEndTargetExit = 2,  // the traced process exited
   kEndError = 3,       // e.g. reading the ring buffer failed
+  kEndRotated = 4,     // the recording goes on in the next segment file
   kEndReasonCount,
 };
 const char* end_reason_name(uint8_t reason);

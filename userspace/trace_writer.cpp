@@ -48,7 +48,9 @@ bool write_all(int fd, const char* buf, size_t len) {
 
 TraceWriter::~TraceWriter() { close(); }
 
-bool TraceWriter::open(const std::string& path, std::string* error) {
+bool TraceWriter::open(const std::string& path, std::string* error) { return open_file(path, error); }
+
+bool TraceWriter::open_file(const std::string& path, std::string* error) {
   path_ = path;
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) {
@@ -75,24 +77,28 @@ void TraceWriter::record_added(uint64_t now_ns) {
 }
 
 uint32_t TraceWriter::define_thread(uint32_t tid, const std::string& name) {
+  thread_defs_.emplace_back(tid, name);
   BlockCodec::put_thread(&payload_, threads_, tid, name);
   record_added(0);
   return threads_++;
 }
 
 uint32_t TraceWriter::define_class(const std::string& name) {
+  class_defs_.push_back(name);
   BlockCodec::put_name(&payload_, kClass, classes_, name);
   record_added(0);
   return classes_++;
 }
 
 uint32_t TraceWriter::define_string(const std::string& text) {
+  string_defs_.push_back(text);
   BlockCodec::put_name(&payload_, kString, strings_, text);
   record_added(0);
   return strings_++;
 }
 
 void TraceWriter::meta(const std::string& lines) {
+  meta_ = lines;
   BlockCodec::put_meta(&payload_, lines);
   record_added(0);
 }
@@ -152,6 +158,42 @@ bool TraceWriter::flush() {
   records_ = 0;
   payload_.clear();
   codec_.reset();
+  return true;
+}
+
+bool TraceWriter::rotate(const std::string& path, uint64_t ts_ns) {
+  if (failed()) return false;
+  codec_.put_end(&payload_, ts_ns, kEndRotated, events_, lost_, std::string(end_reason_name(kEndRotated)) + ": " + path);
+  record_added(ts_ns);
+  if (!flush()) return false;
+  if (::close(fd_) != 0) {
+    error_ = "closing " + path_ + ": " + std::strerror(errno);
+    fd_ = -1;
+    return false;
+  }
+  fd_ = -1;
+  earlier_bytes_ += offset_;
+  seq_ = 0;
+  std::string error;
+  if (!open_file(path, &error)) {
+    error_ = error;
+    return false;
+  }
+  // The new segment's first block: meta and every table entry, same ids.
+  BlockCodec::put_meta(&payload_, meta_ + "segment_file=" + path + "\n");
+  record_added(0);
+  for (uint32_t i = 0; i < thread_defs_.size(); i++) {
+    BlockCodec::put_thread(&payload_, i, thread_defs_[i].first, thread_defs_[i].second);
+    record_added(0);
+  }
+  for (uint32_t i = 0; i < class_defs_.size(); i++) {
+    BlockCodec::put_name(&payload_, kClass, i, class_defs_[i]);
+    record_added(0);
+  }
+  for (uint32_t i = 0; i < string_defs_.size(); i++) {
+    BlockCodec::put_name(&payload_, kString, i, string_defs_[i]);
+    record_added(0);
+  }
   return true;
 }
 

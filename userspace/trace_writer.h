@@ -5,6 +5,8 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "trace_codec.h"
 
@@ -38,12 +40,18 @@ class TraceWriter {
   bool flush();
   bool close();
 
+  // Ends this file (an end record saying the recording goes on) and goes on
+  // in a new one at path, which starts with the meta record and every table
+  // entry so far: each segment reads on its own.  False with error() set.
+  bool rotate(const std::string& path, uint64_t ts_ns);
+
   bool failed() const { return !error_.empty(); }
   const std::string& error() const { return error_; }
   uint64_t events() const { return events_; }
   uint64_t lost_total() const { return lost_; }
   uint64_t bytes() const { return offset_ + payload_.size() + (records_ ? kBlockHeaderSize : 0); }
-  uint64_t bytes_on_disk() const { return offset_; }
+  uint64_t bytes_on_disk() const { return offset_; }  // of the current file
+  uint64_t bytes_total() const { return earlier_bytes_ + offset_; }
   uint64_t blocks() const { return seq_; }
 
   uint64_t block_bytes = 256 << 10;
@@ -51,12 +59,17 @@ class TraceWriter {
 
  private:
   void record_added(uint64_t now_ns);
+  bool open_file(const std::string& path, std::string* error);
 
   int fd_ = -1;
   std::string path_, error_, payload_;
   BlockCodec codec_;
   uint32_t seq_ = 0, records_ = 0, threads_ = 0, classes_ = 0, strings_ = 0;
-  uint64_t offset_ = 0, events_ = 0, lost_ = 0, block_born_ns_ = 0;
+  uint64_t offset_ = 0, events_ = 0, lost_ = 0, block_born_ns_ = 0, earlier_bytes_ = 0;
+  // What a new segment must repeat.
+  std::string meta_;
+  std::vector<std::pair<uint32_t, std::string>> thread_defs_;
+  std::vector<std::string> class_defs_, string_defs_;
 };
 
 }  // namespace jvmtrace::trace
