@@ -312,3 +312,37 @@ def test_full_trace_directory_stops_the_recording_and_the_daemon_goes_on(tmp_pat
         proc.wait(30)
         d.stop()
         subprocess.run(["umount", str(small)], check=True)
+
+
+def test_recordings_rotate_into_bounded_segments(tmp_path, jdks, java_classes):
+    """jvmtraced --segment-mb 0.25 --keep 2: a recording becomes rotating
+    segments, only the newest two stay, each a complete trace on its own."""
+    d = Daemon(tmp_path, "--segment-mb", "0.25", "--keep", "2")
+    proc = start_jvm(jdks["patched"], java_classes, tmp_path, 400_000_000)
+    try:
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        d.wait_listed(proc.pid)
+        r = d.client("attach", proc.pid, "--record")
+        assert r.returncode == 0 and "segments of 0.25 MiB, newest 2 kept" in r.stdout, r.stdout
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            files = sorted(d.dir.glob(f"jvm-{proc.pid}-*.jvmtrace"))
+            if files and int(files[-1].name.split(".")[-2]) >= 3:
+                break
+            time.sleep(0.3)
+        assert d.client("detach", proc.pid).returncode == 0
+        files = sorted(d.dir.glob(f"jvm-{proc.pid}-*.jvmtrace"))
+        numbers = [int(f.name.split(".")[-2]) for f in files]
+        assert len(files) == 2 and numbers[1] == numbers[0] + 1 and numbers[0] >= 2, files
+        for i, f in enumerate(files):
+            rc, recs = dump_json(f)
+            assert rc.returncode == 0, rc.stderr
+            end = next(x for x in recs if x["type"] == "end")
+            assert end["reason"].startswith("continued in the next segment") if i == 0 else \
+                end["reason"] == "interrupted"
+            assert sum(1 for x in recs if x["type"] == "event") > 1000
+    finally:
+        proc.kill()
+        proc.wait(30)
+        d.stop()

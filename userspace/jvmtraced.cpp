@@ -47,6 +47,8 @@ struct Config {
   long metrics_port = 9464;  // 0: no metrics endpoint
   bool auto_stat = false;
   double stat_interval = 5;
+  std::string segment_mb;  // record workers: rotate each N MiB ("" = one file)
+  long keep = 0;           // record workers: newest segments kept
   std::string jvmtrace;  // the worker binary
   bool verbose = false;
 };
@@ -54,7 +56,8 @@ struct Config {
 void usage(FILE* out) {
   std::fprintf(out,
                "USAGE: jvmtraced [--socket PATH] [--group NAME] [--trace-dir DIR] [--metrics-port N]\n"
-               "                 [--metrics-address ADDR] [--auto-stat] [--stat-interval SEC] [-v]\n"
+               "                 [--metrics-address ADDR] [--auto-stat] [--stat-interval SEC]\n"
+               "                 [--segment-mb N [--keep N]] [-v]\n"
                "The jvmtrace collector daemon (run as root): finds JVMs, attaches stat or record on\n"
                "request, serves Prometheus metrics, detaches everything on SIGTERM or Ctrl-C.\n"
                "  --socket PATH         control socket (default /run/jvmtraced.sock, mode 0600)\n"
@@ -64,6 +67,8 @@ void usage(FILE* out) {
                "  --metrics-address A   its address (default 127.0.0.1)\n"
                "  --auto-stat           attach stat to every JVM found\n"
                "  --stat-interval SEC   how often stat workers refresh the figures (default 5)\n"
+               "  --segment-mb N        recordings rotate into files of N MiB (default: one file)\n"
+               "  --keep N              with --segment-mb: keep each recording's newest N segments\n"
                "  --jvmtrace PATH       the jvmtrace binary (default: next to jvmtraced)\n"
                "  -v, --verbose         log every scan and worker line\n"
                "Clients: jvmtrace daemon status|list|attach PID --stat|--record [--duration SEC]|detach PID\n"
@@ -385,6 +390,10 @@ class Daemon {
       std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&t));
       w->trace_path = trace_dir_ + "/jvm-" + std::to_string(pid) + "-" + stamp + ".jvmtrace";
       args = {"record", "-q", "-p", std::to_string(pid), "-o", w->trace_path};
+      if (!c_.segment_mb.empty()) {
+        args.insert(args.end(), {"--segment-mb", c_.segment_mb});
+        if (c_.keep) args.insert(args.end(), {"--keep", std::to_string(c_.keep)});
+      }
       if (seconds > 0) {
         char s[32];
         std::snprintf(s, sizeof s, "%g", seconds);
@@ -411,7 +420,10 @@ class Daemon {
     }
     *reply = "ok: " + what + " attached to PID " + std::to_string(pid) + " (" +
              (j->second.patched ? "jvmtrace probes" : "stock mode") + ", worker " + std::to_string(w->pid()) + ")" +
-             (w->trace_path.empty() ? "" : " -> " + w->trace_path);
+             (w->trace_path.empty() ? ""
+              : c_.segment_mb.empty() ? " -> " + w->trace_path
+                                      : " -> " + w->trace_path.substr(0, w->trace_path.size() - 9) + ".NNNNNN.jvmtrace (segments of " +
+                                            c_.segment_mb + " MiB" + (c_.keep ? ", newest " + std::to_string(c_.keep) + " kept" : "") + ")");
     workers_.push_back(std::move(w));
   }
 
@@ -522,6 +534,7 @@ int main(int argc, char** argv) {
       {"trace-dir", required_argument, nullptr, 't'},    {"metrics-port", required_argument, nullptr, 'm'},
       {"metrics-address", required_argument, nullptr, 'a'}, {"auto-stat", no_argument, nullptr, 'A'},
       {"stat-interval", required_argument, nullptr, 'i'}, {"jvmtrace", required_argument, nullptr, 'j'},
+      {"segment-mb", required_argument, nullptr, 'S'},   {"keep", required_argument, nullptr, 'K'},
       {"verbose", no_argument, nullptr, 'v'},            {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   int opt;
@@ -545,6 +558,21 @@ int main(int argc, char** argv) {
         }
         break;
       case 'j': c.jvmtrace = optarg; break;
+      case 'S': {
+        double mb;
+        if (!parse_seconds(optarg, &mb) || mb < 0.0625) {
+          std::fprintf(stderr, "jvmtraced: --segment-mb takes a number of MiB from 0.0625, not '%s'\n", optarg);
+          return 2;
+        }
+        c.segment_mb = optarg;
+        break;
+      }
+      case 'K':
+        if (!parse_long(optarg, 1, 1000000, &c.keep)) {
+          std::fprintf(stderr, "jvmtraced: --keep takes a positive number, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
       case 'v': c.verbose = true; break;
       case 'h': usage(stdout); return 0;
       default: usage(stderr); return 2;
@@ -553,6 +581,10 @@ int main(int argc, char** argv) {
   if (optind < argc) {
     std::fprintf(stderr, "jvmtraced: unexpected argument '%s'\n", argv[optind]);
     usage(stderr);
+    return 2;
+  }
+  if (c.keep && c.segment_mb.empty()) {
+    std::fprintf(stderr, "jvmtraced: --keep goes with --segment-mb\n");
     return 2;
   }
   if (geteuid() != 0) {

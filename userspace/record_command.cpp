@@ -39,7 +39,7 @@ struct Options {
   long buffer_mb = 16;
   long block_kb = 256;
   std::string mode = "auto";
-  long segment_mb = 0;  // 0: one file
+  double segment_mb = 0;  // 0: one file
   long keep = 0;        // segments kept (oldest deleted); 0: all
   bool verbose = false;
   int progress = -1;  // -1: when stderr is a terminal
@@ -278,8 +278,8 @@ int record_command(int argc, char** argv) {
         if (!parse_mode("jvmtrace record", optarg, &o.mode)) return 2;
         break;
       case 'S':
-        if (!parse_long(optarg, 1, 1 << 20, &o.segment_mb)) {
-          std::fprintf(stderr, "jvmtrace record: --segment-mb takes a number of MiB from 1, not '%s'\n", optarg);
+        if (!parse_seconds(optarg, &o.segment_mb) || o.segment_mb < 0.0625) {  // a positive number, at most 1e7
+          std::fprintf(stderr, "jvmtrace record: --segment-mb takes a number of MiB from 0.0625, not '%s'\n", optarg);
           return 2;
         }
         break;
@@ -308,14 +308,14 @@ int record_command(int argc, char** argv) {
     return 2;
   }
   if (o.progress < 0) o.progress = isatty(STDERR_FILENO);
-  if (o.keep && !o.segment_mb) {
+  if (o.keep && !(o.segment_mb > 0)) {
     std::fprintf(stderr, "jvmtrace record: --keep goes with --segment-mb\n");
     return 2;
   }
   const std::string base_output = o.output;
   uint64_t segment = 0;
   std::deque<std::string> segments;  // files written, oldest first
-  if (o.segment_mb) o.output = segment_path(base_output, 0);
+  if (o.segment_mb > 0) o.output = segment_path(base_output, 0);
   segments.push_back(o.output);
 
   // From here on Ctrl-C (or the daemon's detach) ends the command through
@@ -451,7 +451,7 @@ int record_command(int argc, char** argv) {
     note_drops();
     const double secs = std::chrono::duration<double>(now - start).count();
     writer.maybe_flush(clock_ns(CLOCK_MONOTONIC));
-    if (o.segment_mb && writer.bytes_on_disk() >= static_cast<uint64_t>(o.segment_mb) << 20 && !writer.failed()) {
+    if (o.segment_mb > 0 && writer.bytes_on_disk() >= o.segment_mb * (1 << 20) && !writer.failed()) {
       const std::string next = segment_path(base_output, ++segment);
       if (writer.rotate(next, clock_ns(CLOCK_MONOTONIC))) {
         segments.push_back(next);
