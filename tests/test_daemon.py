@@ -315,16 +315,16 @@ def test_full_trace_directory_stops_the_recording_and_the_daemon_goes_on(tmp_pat
 
 
 def test_recordings_rotate_into_bounded_segments(tmp_path, jdks, java_classes):
-    """jvmtraced --segment-mb 0.25 --keep 2: a recording becomes rotating
+    """jvmtraced --segment-mb 0.0625 --keep 2: a recording becomes rotating
     segments, only the newest two stay, each a complete trace on its own."""
-    d = Daemon(tmp_path, "--segment-mb", "0.25", "--keep", "2")
+    d = Daemon(tmp_path, "--segment-mb", "0.0625", "--keep", "2")  # 64 KiB: rotates within seconds
     proc = start_jvm(jdks["patched"], java_classes, tmp_path, 400_000_000)
     try:
         proc.stdin.write("go\n")
         proc.stdin.flush()
         d.wait_listed(proc.pid)
         r = d.client("attach", proc.pid, "--record")
-        assert r.returncode == 0 and "segments of 0.25 MiB, newest 2 kept" in r.stdout, r.stdout
+        assert r.returncode == 0 and "segments of 0.0625 MiB, newest 2 kept" in r.stdout, r.stdout
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             files = sorted(d.dir.glob(f"jvm-{proc.pid}-*.jvmtrace"))
