@@ -346,3 +346,34 @@ def test_recordings_rotate_into_bounded_segments(tmp_path, jdks, java_classes):
         proc.kill()
         proc.wait(30)
         d.stop()
+
+
+def test_config_file_and_sighup_reload(tmp_path, jdks, java_classes):
+    """--config: options as name = value lines; a bad line stops start-up with
+    its line number; SIGHUP re-reads the file: auto-stat switched on attaches
+    stat to the JVMs already found, a bad file on reload changes nothing."""
+    conf = tmp_path / "jvmtraced.conf"
+    conf.write_text("# test\nstat-interval = 0.5\nauto-stat = maybe\n")
+    r = subprocess.run([str(JVMTRACED), "--config", str(conf), "--socket", str(tmp_path / "x.sock")],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and f"{conf}:3: --auto-stat takes true or false" in r.stderr, r.stderr
+    conf.write_text("# test\nstat-interval = 0.5\nauto-stat = false   # not yet\n")
+    d = Daemon(tmp_path, "--config", str(conf))
+    proc = start_jvm(jdks["patched"], java_classes, tmp_path, 3_000_000, tmp_path / "r.jfr", "hold")
+    try:
+        d.wait_listed(proc.pid)
+        assert re.search(rf"^{proc.pid}\s+\d+\s+jvmtrace\s+-\s", d.client("list").stdout, re.M)
+        conf.write_text("auto-stat = true\nkeep = 3\n")  # keep without segment-mb: invalid
+        d.proc.send_signal(signal.SIGHUP)
+        d.log.wait_for(lambda l: "reload failed" in l and "--keep goes with --segment-mb" in l, 10, "the bad reload")
+        assert re.search(rf"^{proc.pid}\s+\d+\s+jvmtrace\s+-\s", d.client("list").stdout, re.M)
+        conf.write_text("auto-stat = true\nmetrics-address = 127.0.0.2\n")  # restart-only
+        d.proc.send_signal(signal.SIGHUP)
+        d.log.wait_for(lambda l: "need a restart" in l, 10, "the restart-only warning")
+        d.log.wait_for(lambda l: f"stat attached to PID {proc.pid}" in l, 30, "auto-stat after the reload")
+        assert re.search(rf"^{proc.pid}\s+\d+\s+jvmtrace\s+stat\s", d.client("list").stdout, re.M)
+        assert d.client("status").returncode == 0  # still on the original socket
+    finally:
+        proc.kill()
+        proc.wait(30)
+        d.stop()

@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <fstream>
 #include <limits.h>
 #include <map>
 #include <memory>
@@ -71,14 +72,19 @@ void usage(FILE* out) {
                "  --keep N              with --segment-mb: keep each recording's newest N segments\n"
                "  --jvmtrace PATH       the jvmtrace binary (default: next to jvmtraced)\n"
                "  -v, --verbose         log every scan and worker line\n"
+               "  --config FILE         options as 'name = value' lines (names as above, without --;\n"
+               "                        '#' comments); the command line wins; SIGHUP re-reads it\n"
                "Clients: jvmtrace daemon status|list|attach PID --stat|--record [--duration SEC]|detach PID\n"
                "EXAMPLES:\n"
                "  sudo jvmtraced --auto-stat &  curl -s localhost:9464/metrics\n"
                "  sudo jvmtrace daemon attach 4242 --record --duration 60\n");
 }
 
-volatile sig_atomic_t g_stop = 0;
+volatile sig_atomic_t g_stop = 0, g_reload = 0;
 void on_stop(int) { g_stop = 1; }
+void on_reload(int) { g_reload = 1; }
+
+bool load_config(Config* c, std::string* error);
 
 double now_s() {
   timespec ts;
@@ -134,6 +140,38 @@ class Daemon {
  public:
   explicit Daemon(const Config& c) : c_(c) {}
 
+  // SIGHUP: the config file again.  What the running sockets depend on
+  // needs a restart; the rest applies now (auto-stat also to JVMs already
+  // found, intervals and rotation to attachments made from now on).
+  void reload() {
+    Config n;
+    std::string error;
+    if (!load_config(&n, &error)) {
+      log_line("error", "reload failed, the configuration stays as it was: %s", error.c_str());
+      return;
+    }
+    if (n.socket_path != c_.socket_path || n.group != c_.group || n.trace_dir != c_.trace_dir ||
+        n.metrics_address != c_.metrics_address || n.metrics_port != c_.metrics_port || n.jvmtrace != c_.jvmtrace)
+      log_line("warn", "reload: socket, group, trace-dir, metrics and jvmtrace changes need a restart; kept as they were");
+    const bool newly_auto = n.auto_stat && !c_.auto_stat;
+    c_.auto_stat = n.auto_stat;
+    c_.stat_interval = n.stat_interval;
+    c_.segment_mb = n.segment_mb;
+    c_.keep = n.keep;
+    c_.verbose = n.verbose;
+    log_line("info", "reloaded: auto-stat %s, stat-interval %g s, segment-mb %s, keep %ld", c_.auto_stat ? "on" : "off",
+             c_.stat_interval, c_.segment_mb.empty() ? "-" : c_.segment_mb.c_str(), c_.keep);
+    if (newly_auto)
+      for (const auto& [pid, j] : discovery_.jvms()) {
+        bool has = false;
+        for (auto& w : workers_) has |= w->target() == pid && w->kind() == Worker::kStat;
+        if (has) continue;
+        std::string reply;
+        attach(pid, "stat", 0, &reply);
+        log_line("info", "%s", reply.c_str());
+      }
+  }
+
   bool start() {
     if (mkdir(c_.trace_dir.c_str(), 0750) != 0 && errno != EEXIST) {
       log_line("error", "cannot create the trace directory %s: %s", c_.trace_dir.c_str(), std::strerror(errno));
@@ -157,6 +195,10 @@ class Daemon {
   int run() {
     double next_scan = 0;
     while (!g_stop) {
+      if (g_reload) {
+        g_reload = 0;
+        reload();
+      }
       if (now_s() >= next_scan) {
         scan();
         next_scan = now_s() + 1.0;
@@ -504,7 +546,7 @@ class Daemon {
     log_line("info", "stopped");
   }
 
-  const Config& c_;
+  Config c_;
   JvmDiscovery discovery_;
   std::vector<std::unique_ptr<Worker>> workers_;
   int control_fd_ = -1, metrics_fd_ = -1;
@@ -512,6 +554,81 @@ class Daemon {
   std::string trace_dir_;
   double started_ = now_s();
 };
+
+std::string default_jvmtrace();
+std::string g_config_path;                                 // --config
+std::vector<std::pair<std::string, std::string>> g_cli;    // options given on the command line
+
+// One option, from the command line or the config file (the same names).
+bool apply_option(Config* c, const std::string& name, const std::string& v, std::string* error) {
+  const char* val = v.c_str();
+  auto bad = [&](const std::string& why) {
+    *error = "--" + name + " " + why + ", not '" + v + "'";
+    return false;
+  };
+  auto boolean = [&](bool* out) {
+    if (v.empty() || v == "true" || v == "yes" || v == "1") *out = true;
+    else if (v == "false" || v == "no" || v == "0") *out = false;
+    else return bad("takes true or false");
+    return true;
+  };
+  if (name == "socket") c->socket_path = v;
+  else if (name == "group") c->group = v;
+  else if (name == "trace-dir") c->trace_dir = v;
+  else if (name == "metrics-address") c->metrics_address = v;
+  else if (name == "jvmtrace") c->jvmtrace = v;
+  else if (name == "metrics-port") { if (!parse_long(val, 0, 65535, &c->metrics_port)) return bad("takes 0..65535"); }
+  else if (name == "auto-stat") return boolean(&c->auto_stat);
+  else if (name == "verbose") return boolean(&c->verbose);
+  else if (name == "stat-interval") { if (!parse_seconds(val, &c->stat_interval)) return bad("takes a positive number of seconds"); }
+  else if (name == "segment-mb") {
+    double mb;
+    if (!parse_seconds(val, &mb) || mb < 0.0625) return bad("takes a number of MiB from 0.0625");
+    c->segment_mb = v;
+  } else if (name == "keep") { if (!parse_long(val, 1, 1000000, &c->keep)) return bad("takes a positive number"); }
+  else {
+    *error = "unknown option '" + name + "'";
+    return false;
+  }
+  return true;
+}
+
+// Defaults, then the config file (if any), then the command line: what
+// start-up and SIGHUP both build.
+bool load_config(Config* c, std::string* error) {
+  *c = Config();
+  c->jvmtrace = default_jvmtrace();
+  if (!g_config_path.empty()) {
+    std::ifstream f(g_config_path);
+    if (!f) {
+      *error = "cannot read the config file " + g_config_path + ": " + std::strerror(errno);
+      return false;
+    }
+    std::string line;
+    for (int n = 1; std::getline(f, line); n++) {
+      const size_t hash = line.find('#');
+      if (hash != std::string::npos) line.erase(hash);
+      const size_t a = line.find_first_not_of(" \t"), b = line.find_last_not_of(" \t");
+      if (a == std::string::npos) continue;
+      line = line.substr(a, b - a + 1);
+      const size_t eq = line.find('=');
+      std::string key = line.substr(0, eq), value = eq == std::string::npos ? "" : line.substr(eq + 1);
+      key.erase(key.find_last_not_of(" \t") + 1);
+      value.erase(0, value.find_first_not_of(" \t"));
+      if (!apply_option(c, key, value, error)) {
+        *error = g_config_path + ":" + std::to_string(n) + ": " + *error;
+        return false;
+      }
+    }
+  }
+  for (const auto& [name, value] : g_cli)
+    if (!apply_option(c, name, value, error)) return false;
+  if (c->keep && c->segment_mb.empty()) {
+    *error = "--keep goes with --segment-mb";
+    return false;
+  }
+  return true;
+}
 
 std::string default_jvmtrace() {
   char self[PATH_MAX];
@@ -527,64 +644,41 @@ std::string default_jvmtrace() {
 
 int main(int argc, char** argv) {
   using namespace jvmtrace;
-  Config c;
-  c.jvmtrace = default_jvmtrace();
   static const option longopts[] = {
-      {"socket", required_argument, nullptr, 's'},       {"group", required_argument, nullptr, 'g'},
-      {"trace-dir", required_argument, nullptr, 't'},    {"metrics-port", required_argument, nullptr, 'm'},
-      {"metrics-address", required_argument, nullptr, 'a'}, {"auto-stat", no_argument, nullptr, 'A'},
-      {"stat-interval", required_argument, nullptr, 'i'}, {"jvmtrace", required_argument, nullptr, 'j'},
-      {"segment-mb", required_argument, nullptr, 'S'},   {"keep", required_argument, nullptr, 'K'},
-      {"verbose", no_argument, nullptr, 'v'},            {"help", no_argument, nullptr, 'h'},
-      {nullptr, 0, nullptr, 0}};
-  int opt;
-  while ((opt = getopt_long(argc, argv, "vh", longopts, nullptr)) != -1) {
-    switch (opt) {
-      case 's': c.socket_path = optarg; break;
-      case 'g': c.group = optarg; break;
-      case 't': c.trace_dir = optarg; break;
-      case 'm':
-        if (!parse_long(optarg, 0, 65535, &c.metrics_port)) {
-          std::fprintf(stderr, "jvmtraced: --metrics-port takes 0..65535, not '%s'\n", optarg);
-          return 2;
-        }
-        break;
-      case 'a': c.metrics_address = optarg; break;
-      case 'A': c.auto_stat = true; break;
-      case 'i':
-        if (!parse_seconds(optarg, &c.stat_interval)) {
-          std::fprintf(stderr, "jvmtraced: --stat-interval takes a positive number of seconds, not '%s'\n", optarg);
-          return 2;
-        }
-        break;
-      case 'j': c.jvmtrace = optarg; break;
-      case 'S': {
-        double mb;
-        if (!parse_seconds(optarg, &mb) || mb < 0.0625) {
-          std::fprintf(stderr, "jvmtraced: --segment-mb takes a number of MiB from 0.0625, not '%s'\n", optarg);
-          return 2;
-        }
-        c.segment_mb = optarg;
-        break;
-      }
-      case 'K':
-        if (!parse_long(optarg, 1, 1000000, &c.keep)) {
-          std::fprintf(stderr, "jvmtraced: --keep takes a positive number, not '%s'\n", optarg);
-          return 2;
-        }
-        break;
-      case 'v': c.verbose = true; break;
-      case 'h': usage(stdout); return 0;
-      default: usage(stderr); return 2;
+      {"socket", required_argument, nullptr, 1},          {"group", required_argument, nullptr, 1},
+      {"trace-dir", required_argument, nullptr, 1},       {"metrics-port", required_argument, nullptr, 1},
+      {"metrics-address", required_argument, nullptr, 1}, {"auto-stat", no_argument, nullptr, 1},
+      {"stat-interval", required_argument, nullptr, 1},   {"jvmtrace", required_argument, nullptr, 1},
+      {"segment-mb", required_argument, nullptr, 1},      {"keep", required_argument, nullptr, 1},
+      {"verbose", no_argument, nullptr, 1},               {"config", required_argument, nullptr, 1},
+      {"help", no_argument, nullptr, 'h'},                {nullptr, 0, nullptr, 0}};
+  int opt, index = 0;
+  while ((opt = getopt_long(argc, argv, "vh", longopts, &index)) != -1) {
+    if (opt == 'h') {
+      usage(stdout);
+      return 0;
     }
+    if (opt == 'v') {
+      g_cli.emplace_back("verbose", "");
+      continue;
+    }
+    if (opt != 1) {
+      usage(stderr);
+      return 2;
+    }
+    const std::string name = longopts[index].name;
+    if (name == "config") g_config_path = optarg;
+    else g_cli.emplace_back(name, optarg ? optarg : "");
   }
   if (optind < argc) {
     std::fprintf(stderr, "jvmtraced: unexpected argument '%s'\n", argv[optind]);
     usage(stderr);
     return 2;
   }
-  if (c.keep && c.segment_mb.empty()) {
-    std::fprintf(stderr, "jvmtraced: --keep goes with --segment-mb\n");
+  Config c;
+  std::string error;
+  if (!load_config(&c, &error)) {
+    std::fprintf(stderr, "jvmtraced: %s\n", error.c_str());
     return 2;
   }
   if (geteuid() != 0) {
@@ -600,6 +694,8 @@ int main(int argc, char** argv) {
   sa.sa_handler = on_stop;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  sa.sa_handler = on_reload;
+  sigaction(SIGHUP, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
   Daemon d(c);
   if (!d.start()) return 1;
