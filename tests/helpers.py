@@ -53,6 +53,18 @@ class LineReader:
             if pred(line):
                 return line
 
+    def seen(self):
+        """Every line read so far, without waiting (the stream may go on)."""
+        while True:
+            try:
+                line = self._q.get_nowait()
+            except queue.Empty:
+                return self.lines
+            if line is None:
+                self._q.put(None)  # keep the end for wait_for/drain
+                return self.lines
+            self.lines.append(line)
+
     def drain(self, timeout=30):
         """All remaining lines, once the stream has ended."""
         self._t.join(timeout)

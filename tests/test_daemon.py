@@ -189,7 +189,7 @@ def test_many_attach_detach_cycles_leak_nothing(daemon, jdks, java_classes, tmp_
         assert daemon.fds() == fds0
         assert links_and_uprobes() == before
         traces = sorted(daemon.dir.glob("*.jvmtrace"))
-        assert traces, "the record cycles should have left traces"
+        assert len(traces) == 50, f"one trace per record cycle, none overwritten: {len(traces)}"
         for t in traces[-3:]:
             rc, recs = dump_json(t)
             assert rc.returncode == 0, rc.stderr
@@ -305,7 +305,7 @@ def test_full_trace_directory_stops_the_recording_and_the_daemon_goes_on(tmp_pat
         # (How many blocks fit depends on how fast the JVM filled 256 KiB.)
         rc, recs = dump_json(trace)
         assert rc.returncode == 3 and "no end record" in rc.stderr, rc.stderr
-        kept = next(l for l in d.log.lines if "complete blocks" in l)
+        kept = next(l for l in d.log.seen() if "complete blocks" in l)
         assert f"({os.path.getsize(trace)} bytes)" in kept, kept
     finally:
         proc.kill()
@@ -373,6 +373,68 @@ def test_config_file_and_sighup_reload(tmp_path, jdks, java_classes):
         d.log.wait_for(lambda l: f"stat attached to PID {proc.pid}" in l, 30, "auto-stat after the reload")
         assert re.search(rf"^{proc.pid}\s+\d+\s+jvmtrace\s+stat\s", d.client("list").stdout, re.M)
         assert d.client("status").returncode == 0  # still on the original socket
+    finally:
+        proc.kill()
+        proc.wait(30)
+        d.stop()
+
+
+def dir_bytes(d):
+    return sum(f.stat().st_size for f in d.iterdir() if f.is_file())
+
+
+def test_time_segments_and_the_disk_cap(tmp_path, jdks, java_classes):
+    """--segment-seconds 1 --max-disk-mb 0.5: segments rotate by time; the
+    directory stays near its cap because the oldest finished segments are
+    deleted (logged), and what remains reads."""
+    d = Daemon(tmp_path, "--segment-seconds", "1", "--max-disk-mb", "0.5")
+    proc = start_jvm(jdks["patched"], java_classes, tmp_path, 400_000_000)
+    try:
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        d.wait_listed(proc.pid)
+        r = d.client("attach", proc.pid, "--record")
+        assert r.returncode == 0 and "segments of 1 s" in r.stdout, r.stdout
+        peak = 0
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 6:
+            peak = max(peak, dir_bytes(d.dir))
+            time.sleep(0.2)
+        assert d.client("detach", proc.pid).returncode == 0
+        log = d.log.seen()
+        assert any("disk cap 0.5 MiB: deleted" in l for l in log), log[-10:]
+        assert not any("stopping the recording" in l for l in log), log[-10:]
+        # Enforced once a second: at most a second of recording above the cap.
+        assert peak < 0.5 * 2**20 + 600_000, peak
+        files = sorted(d.dir.glob(f"jvm-{proc.pid}-*.jvmtrace"))
+        numbers = [int(f.name.split(".")[-2]) for f in files]
+        assert numbers and numbers[0] >= 1, numbers  # the first segments were deleted
+        rc, recs = dump_json(files[-1])
+        assert rc.returncode == 0, rc.stderr
+    finally:
+        proc.kill()
+        proc.wait(30)
+        d.stop()
+
+
+def test_disk_cap_below_one_recording_stops_it_then_makes_room_for_the_next(tmp_path, jdks, java_classes):
+    """A recording alone over the cap is stopped (its file kept and readable);
+    the next recording starts by deleting that oldest finished file."""
+    d = Daemon(tmp_path, "--max-disk-mb", "0.0625")
+    proc = start_jvm(jdks["patched"], java_classes, tmp_path, 400_000_000)
+    try:
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        d.wait_listed(proc.pid)
+        assert d.client("attach", proc.pid, "--record").returncode == 0
+        d.log.wait_for(lambda l: "reached by running recordings: stopping the recording" in l, 30, "the cap")
+        d.log.wait_for(lambda l: f"record worker" in l and "ended (exit 0)" in l, 30, "the recording to stop")
+        files = list(d.dir.glob("*.jvmtrace"))
+        assert len(files) == 1 and dump_json(files[0])[0].returncode == 0
+        r = d.client("attach", proc.pid, "--record")  # within the same second: a -2 name
+        assert r.returncode == 0, r.stdout
+        d.log.wait_for(lambda l: f"disk cap 0.0625 MiB: deleted {files[0]}" in l, 10, "room for the new recording")
+        assert not files[0].exists()
     finally:
         proc.kill()
         proc.wait(30)

@@ -17,6 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdarg>
@@ -27,6 +30,7 @@
 #include <limits.h>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,7 +52,9 @@ struct Config {
   long metrics_port = 9464;  // 0: no metrics endpoint
   bool auto_stat = false;
   double stat_interval = 5;
-  std::string segment_mb;  // record workers: rotate each N MiB ("" = one file)
+  std::string segment_mb;       // record workers: rotate each N MiB ("" = not by size)
+  std::string segment_seconds;  // ... and/or each N seconds ("" = not by time)
+  double max_disk_mb = 0;       // cap on the trace directory (0: none)
   long keep = 0;           // record workers: newest segments kept
   std::string jvmtrace;  // the worker binary
   bool verbose = false;
@@ -58,7 +64,8 @@ void usage(FILE* out) {
   std::fprintf(out,
                "USAGE: jvmtraced [--socket PATH] [--group NAME] [--trace-dir DIR] [--metrics-port N]\n"
                "                 [--metrics-address ADDR] [--auto-stat] [--stat-interval SEC]\n"
-               "                 [--segment-mb N [--keep N]] [-v]\n"
+               "                 [--segment-mb N] [--segment-seconds S] [--keep N] [--max-disk-mb N]\n"
+               "                 [--config FILE] [-v]\n"
                "The jvmtrace collector daemon (run as root): finds JVMs, attaches stat or record on\n"
                "request, serves Prometheus metrics, detaches everything on SIGTERM or Ctrl-C.\n"
                "  --socket PATH         control socket (default /run/jvmtraced.sock, mode 0600)\n"
@@ -69,7 +76,10 @@ void usage(FILE* out) {
                "  --auto-stat           attach stat to every JVM found\n"
                "  --stat-interval SEC   how often stat workers refresh the figures (default 5)\n"
                "  --segment-mb N        recordings rotate into files of N MiB (default: one file)\n"
-               "  --keep N              with --segment-mb: keep each recording's newest N segments\n"
+               "  --segment-seconds S   ... and/or every S seconds\n"
+               "  --keep N              with segments: keep each recording's newest N\n"
+               "  --max-disk-mb N       cap on the trace directory: oldest finished files go first,\n"
+               "                        then the oldest recording is stopped (default: none)\n"
                "  --jvmtrace PATH       the jvmtrace binary (default: next to jvmtraced)\n"
                "  -v, --verbose         log every scan and worker line\n"
                "  --config FILE         options as 'name = value' lines (names as above, without --;\n"
@@ -157,6 +167,8 @@ class Daemon {
     c_.auto_stat = n.auto_stat;
     c_.stat_interval = n.stat_interval;
     c_.segment_mb = n.segment_mb;
+    c_.segment_seconds = n.segment_seconds;
+    c_.max_disk_mb = n.max_disk_mb;
     c_.keep = n.keep;
     c_.verbose = n.verbose;
     log_line("info", "reloaded: auto-stat %s, stat-interval %g s, segment-mb %s, keep %ld", c_.auto_stat ? "on" : "off",
@@ -284,7 +296,70 @@ class Daemon {
     return true;
   }
 
+  // The trace directory's cap: delete the oldest files no recording is
+  // writing; if that is not enough, stop the oldest recording.  Returns the
+  // bytes left.
+  uint64_t enforce_disk_cap() {
+    struct File {
+      std::string path;
+      uint64_t size;
+      timespec mtime;
+    };
+    std::vector<File> files;
+    uint64_t total = 0;
+    if (DIR* d = opendir(trace_dir_.c_str())) {
+      while (dirent* e = readdir(d)) {
+        const std::string path = trace_dir_ + "/" + e->d_name;
+        struct stat st;
+        if (lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        files.push_back({path, static_cast<uint64_t>(st.st_size), st.st_mtim});
+        total += static_cast<uint64_t>(st.st_size);
+      }
+      closedir(d);
+    }
+    const uint64_t cap = static_cast<uint64_t>(c_.max_disk_mb * (1 << 20));
+    if (total <= cap) return total;
+    // Oldest first; equal times (file systems keep coarse ones) by name,
+    // which orders a recording's zero-padded segment numbers.
+    std::sort(files.begin(), files.end(), [](const File& a, const File& b) {
+      if (a.mtime.tv_sec != b.mtime.tv_sec) return a.mtime.tv_sec < b.mtime.tv_sec;
+      if (a.mtime.tv_nsec != b.mtime.tv_nsec) return a.mtime.tv_nsec < b.mtime.tv_nsec;
+      return a.path < b.path;
+    });
+    // A recording writes the highest-numbered file of its name's stem.
+    std::set<std::string> active;
+    for (auto& w : workers_) {
+      if (w->kind() != Worker::kRecord) continue;
+      const std::string stem = w->trace_path.substr(0, w->trace_path.size() - 9);  // minus ".jvmtrace"
+      std::string newest;
+      for (const File& f : files)
+        if (f.path.compare(0, stem.size(), stem) == 0 && f.path > newest) newest = f.path;
+      if (!newest.empty()) active.insert(newest);
+    }
+    for (const File& f : files) {
+      if (total <= cap) break;
+      if (active.count(f.path)) continue;
+      if (unlink(f.path.c_str()) == 0) {
+        total -= f.size;
+        log_line("info", "disk cap %.4g MiB: deleted %s", c_.max_disk_mb, f.path.c_str());
+      }
+    }
+    if (total > cap) {
+      Worker* oldest = nullptr;
+      for (auto& w : workers_)
+        if (w->kind() == Worker::kRecord && !w->stopping && (!oldest || w->started_at < oldest->started_at))
+          oldest = w.get();
+      if (oldest) {
+        log_line("warn", "disk cap %.4g MiB reached by running recordings: stopping the recording of PID %d",
+                 c_.max_disk_mb, oldest->target());
+        oldest->stop();
+      }
+    }
+    return total;
+  }
+
   void scan() {
+    if (c_.max_disk_mb > 0) enforce_disk_cap();
     std::vector<JvmProcess> appeared, exited;
     discovery_.scan(&appeared, &exited);
     for (const JvmProcess& j : appeared) {
@@ -403,6 +478,20 @@ class Daemon {
     return false;
   }
 
+  // True if a recording already uses this stem (its file or any segment).
+  bool name_taken(const std::string& stem) {
+    const std::string base = stem.substr(stem.rfind('/') + 1);
+    for (auto& w : workers_)
+      if (w->trace_path.compare(0, stem.size() + 1, stem + ".") == 0) return true;
+    bool taken = false;
+    if (DIR* d = opendir(trace_dir_.c_str())) {
+      while (dirent* e = readdir(d))
+        if (std::strncmp(e->d_name, (base + ".").c_str(), base.size() + 1) == 0) taken = true;
+      closedir(d);
+    }
+    return taken;
+  }
+
   void attach(pid_t pid, const std::string& what, double seconds, std::string* reply) {
     auto j = discovery_.jvms().find(pid);
     if (j == discovery_.jvms().end()) {
@@ -414,6 +503,11 @@ class Daemon {
       }
     }
     const Worker::Kind kind = what == "stat" ? Worker::kStat : Worker::kRecord;
+    if (kind == Worker::kRecord && c_.max_disk_mb > 0 && enforce_disk_cap() > c_.max_disk_mb * (1 << 20)) {
+      *reply = "error: the trace directory is over its cap of " + std::to_string(c_.max_disk_mb) +
+               " MiB with recordings running; detach one first";
+      return;
+    }
     for (auto& w : workers_)
       if (w->target() == pid && w->kind() == kind && !w->stopping) {
         *reply = "error: " + what + " is already attached to PID " + std::to_string(pid);
@@ -430,12 +524,15 @@ class Daemon {
       char stamp[32];
       std::time_t t = std::time(nullptr);
       std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&t));
-      w->trace_path = trace_dir_ + "/jvm-" + std::to_string(pid) + "-" + stamp + ".jvmtrace";
+      // Unique even for two recordings of one JVM within a second: -2, -3, ...
+      std::string stem = trace_dir_ + "/jvm-" + std::to_string(pid) + "-" + stamp;
+      for (int n = 2; name_taken(stem); n++)
+        stem = trace_dir_ + "/jvm-" + std::to_string(pid) + "-" + stamp + "-" + std::to_string(n);
+      w->trace_path = stem + ".jvmtrace";
       args = {"record", "-q", "-p", std::to_string(pid), "-o", w->trace_path};
-      if (!c_.segment_mb.empty()) {
-        args.insert(args.end(), {"--segment-mb", c_.segment_mb});
-        if (c_.keep) args.insert(args.end(), {"--keep", std::to_string(c_.keep)});
-      }
+      if (!c_.segment_mb.empty()) args.insert(args.end(), {"--segment-mb", c_.segment_mb});
+      if (!c_.segment_seconds.empty()) args.insert(args.end(), {"--segment-seconds", c_.segment_seconds});
+      if (c_.keep) args.insert(args.end(), {"--keep", std::to_string(c_.keep)});
       if (seconds > 0) {
         char s[32];
         std::snprintf(s, sizeof s, "%g", seconds);
@@ -463,9 +560,13 @@ class Daemon {
     *reply = "ok: " + what + " attached to PID " + std::to_string(pid) + " (" +
              (j->second.patched ? "jvmtrace probes" : "stock mode") + ", worker " + std::to_string(w->pid()) + ")" +
              (w->trace_path.empty() ? ""
-              : c_.segment_mb.empty() ? " -> " + w->trace_path
-                                      : " -> " + w->trace_path.substr(0, w->trace_path.size() - 9) + ".NNNNNN.jvmtrace (segments of " +
-                                            c_.segment_mb + " MiB" + (c_.keep ? ", newest " + std::to_string(c_.keep) + " kept" : "") + ")");
+              : c_.segment_mb.empty() && c_.segment_seconds.empty()
+                  ? " -> " + w->trace_path
+                  : " -> " + w->trace_path.substr(0, w->trace_path.size() - 9) + ".NNNNNN.jvmtrace (segments of " +
+                        (c_.segment_mb.empty() ? "" : c_.segment_mb + " MiB") +
+                        (c_.segment_mb.empty() || c_.segment_seconds.empty() ? "" : " or ") +
+                        (c_.segment_seconds.empty() ? "" : c_.segment_seconds + " s") +
+                        (c_.keep ? ", newest " + std::to_string(c_.keep) + " kept" : "") + ")");
     workers_.push_back(std::move(w));
   }
 
@@ -585,6 +686,12 @@ bool apply_option(Config* c, const std::string& name, const std::string& v, std:
     double mb;
     if (!parse_seconds(val, &mb) || mb < 0.0625) return bad("takes a number of MiB from 0.0625");
     c->segment_mb = v;
+  } else if (name == "segment-seconds") {
+    double sec;
+    if (!parse_seconds(val, &sec)) return bad("takes a positive number of seconds");
+    c->segment_seconds = v;
+  } else if (name == "max-disk-mb") {
+    if (!parse_seconds(val, &c->max_disk_mb) || c->max_disk_mb < 0.0625) return bad("takes a number of MiB from 0.0625");
   } else if (name == "keep") { if (!parse_long(val, 1, 1000000, &c->keep)) return bad("takes a positive number"); }
   else {
     *error = "unknown option '" + name + "'";
@@ -623,8 +730,8 @@ bool load_config(Config* c, std::string* error) {
   }
   for (const auto& [name, value] : g_cli)
     if (!apply_option(c, name, value, error)) return false;
-  if (c->keep && c->segment_mb.empty()) {
-    *error = "--keep goes with --segment-mb";
+  if (c->keep && c->segment_mb.empty() && c->segment_seconds.empty()) {
+    *error = "--keep goes with --segment-mb or --segment-seconds";
     return false;
   }
   return true;
@@ -650,6 +757,7 @@ int main(int argc, char** argv) {
       {"metrics-address", required_argument, nullptr, 1}, {"auto-stat", no_argument, nullptr, 1},
       {"stat-interval", required_argument, nullptr, 1},   {"jvmtrace", required_argument, nullptr, 1},
       {"segment-mb", required_argument, nullptr, 1},      {"keep", required_argument, nullptr, 1},
+      {"segment-seconds", required_argument, nullptr, 1}, {"max-disk-mb", required_argument, nullptr, 1},
       {"verbose", no_argument, nullptr, 1},               {"config", required_argument, nullptr, 1},
       {"help", no_argument, nullptr, 'h'},                {nullptr, 0, nullptr, 0}};
   int opt, index = 0;

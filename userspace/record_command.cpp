@@ -39,7 +39,8 @@ struct Options {
   long buffer_mb = 16;
   long block_kb = 256;
   std::string mode = "auto";
-  double segment_mb = 0;  // 0: one file
+  double segment_mb = 0;       // rotate at this size; 0: not by size
+  double segment_seconds = 0;  // rotate at this age; 0: not by time
   long keep = 0;        // segments kept (oldest deleted); 0: all
   bool verbose = false;
   int progress = -1;  // -1: when stderr is a terminal
@@ -48,7 +49,8 @@ struct Options {
 void usage(FILE* out) {
   std::fprintf(out,
                "USAGE: jvmtrace record -p PID -o FILE [-d SEC] [--mode auto|usdt|stock] [--buffer-mb N]\n"
-               "                       [--segment-mb N [--keep N]] [--block-kb N] [-q|--progress] [-v]\n"
+               "                       [--segment-mb N] [--segment-seconds S] [--keep N] [--block-kb N]\n"
+               "                       [-q|--progress] [-v]\n"
                "Records every jvmtrace probe hit of a JVM (TLAB refills, slow-path\n"
                "allocations, GCs, PLABs, direct promotions) into a compact trace file, until\n"
                "Ctrl-C, -d, or the JVM's exit.  Events the kernel could not queue are counted,\n"
@@ -59,7 +61,8 @@ void usage(FILE* out) {
                "      --buffer-mb N     kernel ring buffer size in MiB, a power of two (default 16)\n"
                "      --segment-mb N    rotate: a new file each N MiB, named FILE with .000000, .000001, ...\n"
                "                        before its .jvmtrace; each segment reads on its own\n"
-               "      --keep N          with --segment-mb: keep only the newest N segments\n"
+               "      --segment-seconds S  rotate also (or only) when a segment is S seconds old\n"
+               "      --keep N          with segments: keep only the newest N\n"
                "      --block-kb N      trace block size in KiB (default 256); a block is also written\n"
                "                        once a second, so a killed recorder loses at most ~1 s\n"
                "  -q, --quiet           no progress line\n"
@@ -243,6 +246,7 @@ int record_command(int argc, char** argv) {
       {"binary", required_argument, nullptr, 'b'},    {"verbose", no_argument, nullptr, 'v'},
       {"block-kb", required_argument, nullptr, 'k'},  {"mode", required_argument, nullptr, 'M'},
       {"segment-mb", required_argument, nullptr, 'S'}, {"keep", required_argument, nullptr, 'K'},
+      {"segment-seconds", required_argument, nullptr, 'T'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   int c;
@@ -283,6 +287,12 @@ int record_command(int argc, char** argv) {
           return 2;
         }
         break;
+      case 'T':
+        if (!parse_seconds(optarg, &o.segment_seconds)) {
+          std::fprintf(stderr, "jvmtrace record: --segment-seconds takes a positive number, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
       case 'K':
         if (!parse_long(optarg, 1, 1000000, &o.keep)) {
           std::fprintf(stderr, "jvmtrace record: --keep takes a positive number, not '%s'\n", optarg);
@@ -308,14 +318,15 @@ int record_command(int argc, char** argv) {
     return 2;
   }
   if (o.progress < 0) o.progress = isatty(STDERR_FILENO);
-  if (o.keep && !(o.segment_mb > 0)) {
-    std::fprintf(stderr, "jvmtrace record: --keep goes with --segment-mb\n");
+  const bool segmented = o.segment_mb > 0 || o.segment_seconds > 0;
+  if (o.keep && !segmented) {
+    std::fprintf(stderr, "jvmtrace record: --keep goes with --segment-mb or --segment-seconds\n");
     return 2;
   }
   const std::string base_output = o.output;
   uint64_t segment = 0;
   std::deque<std::string> segments;  // files written, oldest first
-  if (o.segment_mb > 0) o.output = segment_path(base_output, 0);
+  if (segmented) o.output = segment_path(base_output, 0);
   segments.push_back(o.output);
 
   // From here on Ctrl-C (or the daemon's detach) ends the command through
@@ -432,6 +443,7 @@ int record_command(int argc, char** argv) {
   uint8_t reason = trace::kEndUser;
   std::string reason_text;
   auto next_housekeeping = start;
+  auto segment_started = start;
   for (;;) {
     // Events arrive without wakeups until wakeup_bytes are waiting: this
     // timeout is also how often a trickle of events is collected.
@@ -451,7 +463,10 @@ int record_command(int argc, char** argv) {
     note_drops();
     const double secs = std::chrono::duration<double>(now - start).count();
     writer.maybe_flush(clock_ns(CLOCK_MONOTONIC));
-    if (o.segment_mb > 0 && writer.bytes_on_disk() >= o.segment_mb * (1 << 20) && !writer.failed()) {
+    const bool full = o.segment_mb > 0 && writer.bytes_on_disk() >= o.segment_mb * (1 << 20);
+    const bool old = o.segment_seconds > 0 && now - segment_started >= std::chrono::duration<double>(o.segment_seconds);
+    if ((full || old) && !writer.failed()) {
+      segment_started = now;
       const std::string next = segment_path(base_output, ++segment);
       if (writer.rotate(next, clock_ns(CLOCK_MONOTONIC))) {
         segments.push_back(next);
