@@ -439,3 +439,54 @@ def test_disk_cap_below_one_recording_stops_it_then_makes_room_for_the_next(tmp_
         proc.kill()
         proc.wait(30)
         d.stop()
+
+
+def test_jvm_in_its_own_pid_namespace_is_found_and_traced(daemon, jdks, java_classes, tmp_path):
+    """A JVM started in a new PID namespace (as in a container): listed with
+    its host PID and its PID inside the namespace, and stat attaches to it."""
+    cmd = ["unshare", "--pid", "--fork", "--mount-proc"] + \
+        java_cmd(jdks["patched"], java_classes, "G1", 64, "AllocWorker", 3_000_000, tmp_path / "r.jfr", "hold")
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    out = LineReader(proc.stdout)
+    try:
+        ns_pid = int(out.wait_for(lambda l: l.startswith("ready"), 60, "ready").split()[1])
+        host_pid = next(int(p) for p in os.listdir("/proc") if p.isdigit() and
+                        open(f"/proc/{p}/status").read().count("NSpid:") and
+                        re.search(rf"^NSpid:\s+\d+\s+{ns_pid}$", open(f"/proc/{p}/status").read(), re.M) and
+                        "AllocWorker" in open(f"/proc/{p}/cmdline").read())
+        assert host_pid != ns_pid
+        daemon.wait_listed(host_pid)
+        assert re.search(rf"^{host_pid}\s+{ns_pid}\s+jvmtrace\s", daemon.client("list").stdout, re.M)
+        r = daemon.client("attach", host_pid, "--stat")
+        assert r.returncode == 0, r.stdout
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        out.wait_for(lambda l: l == "done", 120, "the workload")
+        time.sleep(1.5)
+        m = parse_exposition(daemon.metrics())
+        assert value(m, "jvmtrace_tlab_refills_total", pid=str(host_pid)) > 200
+    finally:
+        proc.kill()
+        proc.wait(30)
+
+
+def test_group_members_may_use_the_socket(tmp_path):
+    """--group nogroup: the socket is 0660 root:nogroup and a nogroup member
+    (uid 65534) gets answers; the group's members only, not everyone."""
+    import tempfile
+    sockdir = tempfile.mkdtemp(prefix="jvmtraced-group")
+    os.chmod(sockdir, 0o755)  # pytest's tmp_path is not reachable by uid 65534
+    d = Daemon(tmp_path, "--group", "nogroup", "--socket", f"{sockdir}/d.sock")  # the later --socket wins
+    d.sock = f"{sockdir}/d.sock"
+    try:
+        st = os.stat(d.sock)
+        assert oct(st.st_mode & 0o777) == "0o660" and st.st_gid == 65534
+        r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", str(JVMTRACE), "daemon",
+                            "--socket", d.sock, "status"], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0 and r.stdout.startswith("jvmtraced pid"), r.stdout + r.stderr
+        r = subprocess.run(["setpriv", "--reuid=65534", "--regid=100", "--clear-groups", str(JVMTRACE), "daemon",
+                            "--socket", d.sock, "status"], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 1 and "Permission denied" in r.stderr, r.stdout + r.stderr
+    finally:
+        d.stop()
+        os.rmdir(sockdir)
