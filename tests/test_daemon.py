@@ -119,6 +119,20 @@ def start_jvm(home, classes, tmp_path, *args, gc="G1"):
     return proc
 
 
+def start_busy_jvm(d, jdks, java_classes, tmp_path):
+    """A patched JVM allocating for a long while, found by the daemon."""
+    proc = start_jvm(jdks["patched"], java_classes, tmp_path, 400_000_000)
+    try:
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        d.wait_listed(proc.pid)
+    except BaseException:
+        proc.kill()
+        proc.wait(30)
+        raise
+    return proc
+
+
 def test_discover_attach_metrics_agree_with_jfr_then_detach_leaves_nothing(daemon, jdks, java_classes, tmp_path):
     jfr = tmp_path / "rec.jfr"
     before = links_and_uprobes()
@@ -231,11 +245,8 @@ def test_control_protocol_refuses_bad_requests_and_keeps_serving(daemon, usdt_fi
 
 def test_sigterm_mid_record_flushes_a_complete_trace(tmp_path, jdks, java_classes):
     d = Daemon(tmp_path)
-    proc = start_jvm(jdks["patched"], java_classes, tmp_path, 400_000_000)
+    proc = start_busy_jvm(d, jdks, java_classes, tmp_path)
     try:
-        proc.stdin.write("go\n")
-        proc.stdin.flush()
-        d.wait_listed(proc.pid)
         r = d.client("attach", proc.pid, "--record")
         assert r.returncode == 0, r.stdout
         path = r.stdout.split(" -> ")[1].strip()
@@ -258,11 +269,8 @@ def test_sigterm_mid_record_flushes_a_complete_trace(tmp_path, jdks, java_classe
 def test_jvm_killed_while_recorded_leaves_a_complete_trace(daemon, jdks, java_classes, tmp_path):
     """A recorded JVM killed with SIGKILL: its worker ends cleanly (exit 0)
     with a complete trace, and the daemon keeps serving."""
-    proc = start_jvm(jdks["patched"], java_classes, tmp_path, 400_000_000)
+    proc = start_busy_jvm(daemon, jdks, java_classes, tmp_path)
     try:
-        proc.stdin.write("go\n")
-        proc.stdin.flush()
-        daemon.wait_listed(proc.pid)
         r = daemon.client("attach", proc.pid, "--record")
         assert r.returncode == 0, r.stdout
         trace = r.stdout.split(" -> ")[1].strip()
@@ -288,11 +296,8 @@ def test_full_trace_directory_stops_the_recording_and_the_daemon_goes_on(tmp_pat
     small.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(small)], check=True)
     d = Daemon(tmp_path, "--trace-dir", str(small))  # the later --trace-dir wins
-    proc = start_jvm(jdks["patched"], java_classes, tmp_path, 400_000_000)
+    proc = start_busy_jvm(d, jdks, java_classes, tmp_path)
     try:
-        proc.stdin.write("go\n")
-        proc.stdin.flush()
-        d.wait_listed(proc.pid)
         r = d.client("attach", proc.pid, "--record")
         assert r.returncode == 0, r.stdout
         trace = r.stdout.split(" -> ")[1].strip()
@@ -318,11 +323,8 @@ def test_recordings_rotate_into_bounded_segments(tmp_path, jdks, java_classes):
     """jvmtraced --segment-mb 0.0625 --keep 2: a recording becomes rotating
     segments, only the newest two stay, each a complete trace on its own."""
     d = Daemon(tmp_path, "--segment-mb", "0.0625", "--keep", "2")  # 64 KiB: rotates within seconds
-    proc = start_jvm(jdks["patched"], java_classes, tmp_path, 400_000_000)
+    proc = start_busy_jvm(d, jdks, java_classes, tmp_path)
     try:
-        proc.stdin.write("go\n")
-        proc.stdin.flush()
-        d.wait_listed(proc.pid)
         r = d.client("attach", proc.pid, "--record")
         assert r.returncode == 0 and "segments of 0.0625 MiB, newest 2 kept" in r.stdout, r.stdout
         deadline = time.monotonic() + 60
@@ -388,11 +390,8 @@ def test_time_segments_and_the_disk_cap(tmp_path, jdks, java_classes):
     directory stays near its cap because the oldest finished segments are
     deleted (logged), and what remains reads."""
     d = Daemon(tmp_path, "--segment-seconds", "1", "--max-disk-mb", "0.5")
-    proc = start_jvm(jdks["patched"], java_classes, tmp_path, 400_000_000)
+    proc = start_busy_jvm(d, jdks, java_classes, tmp_path)
     try:
-        proc.stdin.write("go\n")
-        proc.stdin.flush()
-        d.wait_listed(proc.pid)
         r = d.client("attach", proc.pid, "--record")
         assert r.returncode == 0 and "segments of 1 s" in r.stdout, r.stdout
         peak = 0
@@ -421,11 +420,8 @@ def test_disk_cap_below_one_recording_stops_it_then_makes_room_for_the_next(tmp_
     """A recording alone over the cap is stopped (its file kept and readable);
     the next recording starts by deleting that oldest finished file."""
     d = Daemon(tmp_path, "--max-disk-mb", "0.0625")
-    proc = start_jvm(jdks["patched"], java_classes, tmp_path, 400_000_000)
+    proc = start_busy_jvm(d, jdks, java_classes, tmp_path)
     try:
-        proc.stdin.write("go\n")
-        proc.stdin.flush()
-        d.wait_listed(proc.pid)
         assert d.client("attach", proc.pid, "--record").returncode == 0
         d.log.wait_for(lambda l: "reached by running recordings: stopping the recording" in l, 30, "the cap")
         d.log.wait_for(lambda l: f"record worker" in l and "ended (exit 0)" in l, 30, "the recording to stop")

@@ -1,0 +1,78 @@
+/* The kernel side of `jvmtrace record`'s event stream, shared by the USDT
+ * (jvmtrace_record.bpf.c) and stock (jvmtrace_stock.bpf.c) programs: the
+ * ring buffer, the drop counter, and when to wake the reader.  Record layout:
+ * jvmtrace_events.h. */
+#ifndef JVMTRACE_EVENT_STREAM_BPF_H
+#define JVMTRACE_EVENT_STREAM_BPF_H
+
+#include <bpf/bpf_helpers.h>
+#include "jvmtrace_events.h"
+
+/* Sized by user space before load (--buffer-mb). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);
+} events SEC(".maps");
+
+/* Wake the reader only once this much is waiting: a wakeup (an irq_work per
+ * submit) costs more than the event.  The reader also polls on a short
+ * timer, so a trickle of events is never stranded.  Set before load. */
+const volatile __u64 wakeup_bytes = 1 << 20;
+
+/* Events that found the ring buffer full: counted, never lost silently. */
+__u64 dropped = 0;
+
+/* Threads and names already sent.  User space names a thread (from /proc)
+ * or a class or GC name (from the JVM's memory) when it first sees it,
+ * which must happen while both still exist: an event with a key not seen
+ * before wakes the reader at once.  An LRU map forgets old keys, which only
+ * costs an early wakeup. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, __u8);
+} seen SEC(".maps");
+
+#define SEEN_THREAD (1ull << 63) /* thread keys; name keys are user addresses */
+
+/* True the first time key is seen. */
+static __always_inline bool fresh(__u64 key)
+{
+	static const __u8 one = 1;
+
+	if (bpf_map_lookup_elem(&seen, &key))
+		return false;
+	bpf_map_update_elem(&seen, &key, &one, BPF_ANY);
+	return true;
+}
+
+/* A record for nargs arguments with its header filled, or NULL (counted as
+ * dropped) when the ring buffer is full. */
+static __always_inline struct jt_event *event_reserve(__u16 probe, const int nargs)
+{
+	struct jt_event *e = bpf_ringbuf_reserve(&events, JT_EVENT_SIZE(nargs), 0);
+
+	if (!e) {
+		__sync_fetch_and_add(&dropped, 1);
+		return 0;
+	}
+	e->ts_ns = bpf_ktime_get_ns();
+	e->tid = (__u32)bpf_get_current_pid_tgid();
+	e->probe = probe;
+	e->nargs = nargs;
+	return e;
+}
+
+/* Sends e; wakes the reader if wake (a name it must read now), for a new
+ * thread, or once wakeup_bytes are waiting. */
+static __always_inline void event_submit(struct jt_event *e, bool wake)
+{
+	if (fresh(SEEN_THREAD | e->tid))
+		wake = true;
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		wake = true;
+	bpf_ringbuf_submit(e, wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+}
+
+#endif /* JVMTRACE_EVENT_STREAM_BPF_H */
