@@ -190,21 +190,28 @@ def finish(rec, timeout=60):
     return "\n".join(rec.err.drain())
 
 
-def test_target_killed_mid_record_leaves_a_complete_trace(jdks, java_classes, tmp_path):
-    out = tmp_path / "killed.jvmtrace"
+def record_then_kill(jdks, java_classes, out, seconds, victim):
+    """Records a busy JVM for `seconds`, then SIGKILLs the victim ("target" or
+    "recorder"); returns the recorder's exit status and stderr."""
     proc = start_java(jdks, java_classes, "AllocWorker", 400_000_000)
     try:
         rec = start_record(proc.pid, out)
         proc.stdin.write("go\n")
         proc.stdin.flush()
-        time.sleep(2)
-        proc.kill()
+        time.sleep(seconds)
+        (proc if victim == "target" else rec).kill()
         err = finish(rec)
-        assert rec.returncode == 0, err
-        assert "target exited" in err
+        return rec.returncode, err
     finally:
         proc.kill()
         proc.wait(60)
+
+
+def test_target_killed_mid_record_leaves_a_complete_trace(jdks, java_classes, tmp_path):
+    out = tmp_path / "killed.jvmtrace"
+    rc, err = record_then_kill(jdks, java_classes, out, 2, "target")
+    assert rc == 0, err
+    assert "target exited" in err
     r, recs = dump_json(out)
     assert r.returncode == 0, r.stderr
     events = [x for x in recs if x["type"] == "event"]
@@ -215,17 +222,7 @@ def test_recorder_killed_leaves_a_readable_trace(jdks, java_classes, tmp_path):
     """SIGKILL: no end record, but every block written (one a second at
     least) reads; dump says so with exit status 3."""
     out = tmp_path / "recorder-killed.jvmtrace"
-    proc = start_java(jdks, java_classes, "AllocWorker", 400_000_000)
-    try:
-        rec = start_record(proc.pid, out)
-        proc.stdin.write("go\n")
-        proc.stdin.flush()
-        time.sleep(3)
-        rec.kill()
-        rec.wait(30)
-    finally:
-        proc.kill()
-        proc.wait(60)
+    record_then_kill(jdks, java_classes, out, 3, "recorder")
     r, recs = dump_json(out)
     assert r.returncode == 3, r.stderr
     assert "no end record" in r.stderr or "cut off" in r.stderr

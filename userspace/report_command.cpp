@@ -60,6 +60,31 @@ Stats stats(std::vector<uint64_t>& v) {
   s.p99 = v[static_cast<size_t>(std::ceil(0.99 * v.size())) - 1];
   return s;
 }
+// The same from counts[v] = how often value v occurred.
+Stats stats_of_counts(const uint64_t* counts, size_t n) {
+  Stats s;
+  for (size_t v = 0; v < n; v++) {
+    if (!counts[v]) continue;
+    if (!s.n) s.min = v;
+    s.max = v;
+    s.n += counts[v];
+    s.sum += counts[v] * v;
+  }
+  if (!s.n) return s;
+  const uint64_t i50 = (s.n - 1) / 2, i99 = static_cast<uint64_t>(std::ceil(0.99 * s.n)) - 1;
+  uint64_t seen = 0;
+  bool have50 = false;
+  for (size_t v = 0; v < n; v++) {
+    seen += counts[v];
+    if (!have50 && seen > i50) s.p50 = v, have50 = true;
+    if (seen > i99) {
+      s.p99 = v;
+      break;
+    }
+  }
+  return s;
+}
+
 std::string stats_json(const Stats& s) {
   char b[256];
   std::snprintf(b, sizeof b,
@@ -99,7 +124,7 @@ class Report {
     if (!events_++) first_ns_ = e.ts_ns;
     last_ns_ = std::max(last_ns_, e.ts_ns);
     by_probe_[e.probe]++;
-    event_bytes_.push_back(rec.bytes);
+    event_bytes_[rec.bytes < kMaxCounted ? rec.bytes : kMaxCounted]++;
     probe_bytes_[e.probe] += rec.bytes;
     const uint64_t* a = e.a;
     switch (e.probe) {
@@ -201,7 +226,7 @@ class Report {
       if (b >= rate.size()) rate.resize(b + 1);
       rate[b] += bytes;
     }
-    Stats ev_bytes = stats(event_bytes_);
+    Stats ev_bytes = stats_of_counts(event_bytes_, kMaxCounted + 1);
     Stats tlab = stats(tlab_sizes_), outside = stats(outside_sizes_), slow = stats(slow_ns_);
     Stats plab[2] = {stats(plab_sizes_[0]), stats(plab_sizes_[1])};
     std::vector<std::pair<uint64_t, Totals>> classes(classes_.begin(), classes_.end());
@@ -351,7 +376,10 @@ class Report {
   const trace::TraceReader& r_;
   uint64_t events_ = 0, lost_ = 0, first_ns_ = 0, last_ns_ = 0, end_ns_ = 0, tlab_waste_ = 0;
   uint64_t by_probe_[JT_PROBE_COUNT] = {}, probe_bytes_[JT_PROBE_COUNT] = {};
-  std::vector<uint64_t> event_bytes_;
+  // Encoded sizes as counts, not a list: report's memory must not grow with
+  // the trace (an event record is a few bytes; the last slot holds larger ones).
+  static constexpr uint32_t kMaxCounted = 255;
+  uint64_t event_bytes_[kMaxCounted + 1] = {};
   uint64_t plab_used_[2] = {}, plab_wasted_[2] = {};
   std::string end_text_;
   std::vector<uint64_t> tlab_sizes_, outside_sizes_, slow_ns_, plab_sizes_[2];
