@@ -112,8 +112,9 @@ int dump_command(int argc, char** argv) {
       const trace::ThreadInfo& th = reader.threads()[e.thread];
       const trace::ProbeInfo& info = trace::probe_info(e.probe);
       if (json) {
-        std::printf("{\"type\": \"event\", \"probe\": \"%s\", \"ts_ns\": %" PRIu64 ", \"tid\": %u, \"thread\": \"%s\", \"args\": {",
-                    info.name, e.ts_ns, th.tid, json_escape(th.name).c_str());
+        std::printf("{\"type\": \"event\", \"offset\": %" PRIu64 ", \"probe\": \"%s\", \"ts_ns\": %" PRIu64
+                    ", \"tid\": %u, \"thread\": \"%s\", \"args\": {",
+                    r.offset, info.name, e.ts_ns, th.tid, json_escape(th.name).c_str());
       } else {
         std::printf("%14.9f %7u %-16s %-19s", t, th.tid, th.name.c_str(), info.name);
       }

@@ -400,6 +400,7 @@ int record_command(int argc, char** argv) {
     unlink(o.output.c_str());
     return 1;
   }
+  const uint64_t region_bytes = g1_region_bytes(o.pid, target.binary);  // for report --check
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   const uint64_t mono0 = clock_ns(CLOCK_MONOTONIC), real0 = clock_ns(CLOCK_REALTIME);
@@ -408,6 +409,7 @@ int record_command(int argc, char** argv) {
               "\nhost=" + host + "\ncmdline=" + process_cmdline(o.pid) +
               "\nstart_monotonic_ns=" + std::to_string(mono0) + "\nstart_realtime_ns=" + std::to_string(real0) +
               "\nring_buffer_bytes=" + std::to_string(ring_bytes) +
+              (region_bytes ? "\nheap_region_bytes=" + std::to_string(region_bytes) : std::string()) +
               (stock ? std::string("\nstock_coverage=") + StockTarget::coverage() : std::string()) + "\n");
 
   Links links;

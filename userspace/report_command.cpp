@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analysis/consistency_check.h"
 #include "cli.h"
 #include "dump_command.h"
 #include "trace_reader.h"
@@ -25,16 +26,28 @@ namespace {
 void usage(FILE* out) {
   std::fprintf(out,
                "USAGE: jvmtrace report [--json] [--interval SEC] [--top N] FILE\n"
+               "       jvmtrace report --check [--json] [--slack-mb N] FILE\n"
+               "       jvmtrace report --html -o OUT.html [--interval SEC] [--top N] FILE\n"
                "Summarises a trace written by 'jvmtrace record': every GC (cause, kind, duration,\n"
                "heap before and after, PLABs), TLAB and PLAB statistics, the allocation slow path\n"
                "(outcomes, latency), allocation rate over time, and the top classes and threads.\n"
                "      --json           one JSON object\n"
                "      --interval SEC   allocation-rate buckets (default: the recording in ~20 steps)\n"
                "      --top N          classes and threads to list (default 10)\n"
-               "Exit status as for 'jvmtrace dump': 0 complete, 3 incomplete, 1 corrupt, 2 usage.\n"
+               "      --check          replay the trace (per thread its TLAB and slow path, per GC worker\n"
+               "                       its PLABs, the open pause) and check HotSpot's invariants: every\n"
+               "                       violation with the offset of its record (docs/analysis.md)\n"
+               "      --slack-mb N     --check: heap growth between two pauses may exceed the traced\n"
+               "                       allocation by N MiB + 1%% (default: one G1 region, or 1 MiB)\n"
+               "      --html           a self-contained HTML page of plots (no network needed) to -o OUT\n"
+               "  -o, --output FILE    where --html writes\n"
+               "Exit status as for 'jvmtrace dump': 0 complete, 3 incomplete, 1 corrupt, 2 usage;\n"
+               "with --check, 4 when a violation was found.\n"
                "EXAMPLES:\n"
                "  jvmtrace report app.jvmtrace\n"
-               "  jvmtrace report --json app.jvmtrace | jq '.gcs[] | select(.duration_ms > 10)'\n");
+               "  jvmtrace report --json app.jvmtrace | jq '.gcs[] | select(.duration_ms > 10)'\n"
+               "  jvmtrace report --check app.jvmtrace\n"
+               "  jvmtrace report --html app.jvmtrace -o app.html\n");
 }
 
 struct Gc {
@@ -391,20 +404,92 @@ class Report {
   std::unordered_map<uint32_t, Totals> threads_;
 };
 
+// report --check: the replay's verdict, then each violation with its offset.
+int check(const trace::TraceReader& reader, const trace::ReadStatus& st, const analysis::ConsistencyCheck& ck,
+          bool json, const char* path) {
+  if (json) {
+    std::string s = "{\"status\": \"" + json_escape(st.describe()) + "\", \"events\": " + std::to_string(ck.events()) +
+                    ", \"violations\": " + std::to_string(ck.violation_count()) + ", \"checks\": {";
+    bool first = true;
+    for (const auto& [name, n] : ck.checked()) {
+      s += std::string(first ? "" : ", ") + "\"" + name + "\": " + std::to_string(n);
+      first = false;
+    }
+    s += "}, \"growth_slack_bytes\": " + std::to_string(ck.growth_slack_bytes()) + ", \"stretches\": [";
+    first = true;
+    for (const auto& x : ck.stretches()) {
+      s += std::string(first ? "" : ", ") + "{\"from_gc\": " + std::to_string(x.from_gc) + ", \"to_gc\": " +
+           std::to_string(x.to_gc) + ", \"offset\": " + std::to_string(x.offset) + ", \"growth\": " +
+           std::to_string(x.growth) + ", \"allocated\": " + std::to_string(x.allocated) + ", \"checked\": " +
+           (x.checked ? "true" : "false") + "}";
+      first = false;
+    }
+    s += "], \"found\": [";
+    first = true;
+    for (const auto& v : ck.violations()) {
+      s += std::string(first ? "" : ", ") + "{\"offset\": " + std::to_string(v.offset) + ", \"check\": \"" + v.check +
+           "\", \"what\": \"" + json_escape(v.what) + "\"}";
+      first = false;
+    }
+    s += "], \"notes\": [";
+    first = true;
+    for (const auto& n : ck.notes()) {
+      s += std::string(first ? "" : ", ") + "\"" + json_escape(n) + "\"";
+      first = false;
+    }
+    std::printf("%s]}\n", s.c_str());
+  } else {
+    std::printf("jvmtrace report --check: %s\n  PID %s, %s mode; %" PRIu64 " events; trace %s\n", path,
+                reader.meta_value("pid").c_str(), reader.meta_value("mode").c_str(), ck.events(), st.describe().c_str());
+    std::printf("  checks run:");
+    for (const auto& [name, n] : ck.checked()) std::printf(" %s=%" PRIu64, name.c_str(), n);
+    uint64_t checked = 0;
+    int64_t worst = 0;
+    for (const auto& x : ck.stretches())
+      if (x.checked) {
+        checked++;
+        if (std::llabs(x.slack()) > std::llabs(worst)) worst = x.slack();
+      }
+    std::printf("\n  heap growth vs traced allocation: %" PRIu64 " stretches between pauses checked, largest "
+                "difference %+" PRId64 " bytes (allowed %" PRIu64 " + 1%%)\n",
+                checked, worst, ck.growth_slack_bytes());
+    for (const auto& n : ck.notes()) std::printf("  note: %s\n", n.c_str());
+    if (!ck.violation_count()) {
+      std::printf("OK: no violations\n");
+    } else {
+      std::printf("%" PRIu64 " violation(s):\n  %10s  %-22s %s\n", ck.violation_count(), "OFFSET", "CHECK", "WHAT");
+      for (const auto& v : ck.violations())
+        std::printf("  %10" PRIu64 "  %-22s %s\n", v.offset, v.check.c_str(), v.what.c_str());
+      if (ck.violations().size() < ck.violation_count())
+        std::printf("  ... and %" PRIu64 " more\n", ck.violation_count() - ck.violations().size());
+    }
+  }
+  std::fflush(stdout);
+  if (st.kind != trace::ReadStatus::kComplete)
+    std::fprintf(stderr, "jvmtrace report: %s: %s (checked the intact part)\n", path, st.describe().c_str());
+  return ck.violation_count() ? 4 : trace_exit_status(st);
+}
+
 }  // namespace
 
 int report_command(int argc, char** argv) {
-  bool json = false;
+  bool json = false, do_check = false, html = false;
+  std::string output;
+  analysis::CheckOptions check_options;
   double interval = 0;
   long top = 10;
   static const option longopts[] = {{"json", no_argument, nullptr, 'j'},
                                     {"interval", required_argument, nullptr, 'i'},
                                     {"top", required_argument, nullptr, 't'},
+                                    {"check", no_argument, nullptr, 'c'},
+                                    {"slack-mb", required_argument, nullptr, 's'},
+                                    {"html", no_argument, nullptr, 'H'},
+                                    {"output", required_argument, nullptr, 'o'},
                                     {"help", no_argument, nullptr, 'h'},
                                     {nullptr, 0, nullptr, 0}};
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "i:h", longopts, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "i:o:h", longopts, nullptr)) != -1) {
     switch (c) {
       case 'j': json = true; break;
       case 'i':
@@ -419,6 +504,18 @@ int report_command(int argc, char** argv) {
           return 2;
         }
         break;
+      case 'c': do_check = true; break;
+      case 's': {
+        long mb;
+        if (!parse_long(optarg, 0, 1 << 20, &mb)) {
+          std::fprintf(stderr, "jvmtrace report: --slack-mb takes a number of MiB, not '%s'\n", optarg);
+          return 2;
+        }
+        check_options.growth_slack_bytes = static_cast<uint64_t>(mb) << 20;
+        break;
+      }
+      case 'H': html = true; break;
+      case 'o': output = optarg; break;
       case 'h': usage(stdout); return 0;
       default: usage(stderr); return 2;
     }
@@ -428,11 +525,25 @@ int report_command(int argc, char** argv) {
     usage(stderr);
     return 2;
   }
+  if (do_check && html) {
+    std::fprintf(stderr, "jvmtrace report: --check and --html are separate runs\n");
+    return 2;
+  }
+  if (html != !output.empty()) {
+    std::fprintf(stderr, "jvmtrace report: %s\n", html ? "--html needs -o OUT.html" : "-o is for --html");
+    return 2;
+  }
   trace::TraceReader reader;
   std::string error;
   if (!reader.open(argv[optind], &error)) {
     std::fprintf(stderr, "jvmtrace report: %s\n", error.c_str());
     return 1;
+  }
+  if (do_check) {
+    analysis::ConsistencyCheck ck(reader, check_options);
+    const trace::ReadStatus st = reader.read([&](const trace::Record& r, uint64_t) { ck.add(r); });
+    ck.finish();
+    return check(reader, st, ck, json, argv[optind]);
   }
   Report report(reader);
   const trace::ReadStatus st = reader.read([&](const trace::Record& r, uint64_t) { report.add(r); });

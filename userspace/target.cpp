@@ -13,6 +13,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "elf_symbols.h"
+
 namespace jvmtrace {
 
 std::string find_libjvm(pid_t pid) {
@@ -120,4 +122,24 @@ bool has_usdt_provider(const std::string& elf_path, const std::string& provider)
   return found;
 }
 
+}  // namespace jvmtrace
+
+namespace jvmtrace {
+uint64_t g1_region_bytes(pid_t pid, const std::string& libjvm) {
+  ElfSymbols syms;
+  std::string error;
+  const uint64_t start = libjvm_map_start(pid);
+  if (!start || !syms.load(libjvm, &error)) return 0;
+  // JDK 17 names the class HeapRegion; JDK 22 on, G1HeapRegion.
+  for (const char* mangled : {"_ZN10HeapRegion10GrainBytesE", "_ZN12G1HeapRegion10GrainBytesE"}) {
+    const uint64_t v = syms.value(mangled);
+    if (!v) continue;
+    const std::string bytes = read_process_memory(pid, syms.load_bias(start) + v, sizeof(uint64_t));
+    if (bytes.size() != sizeof(uint64_t)) return 0;
+    uint64_t n;
+    std::memcpy(&n, bytes.data(), sizeof n);
+    return n;
+  }
+  return 0;
+}
 }  // namespace jvmtrace

@@ -37,3 +37,10 @@ std::string process_cmdline(pid_t pid);
 bool has_usdt_provider(const std::string& elf_path, const std::string& provider);
 
 }  // namespace jvmtrace
+
+namespace jvmtrace {
+// G1's region size in the HotSpot of pid (HeapRegion::GrainBytes, read from
+// the process through libjvm's own symbols), or 0: another collector, no
+// symbols, or not readable.
+uint64_t g1_region_bytes(pid_t pid, const std::string& libjvm);
+}  // namespace jvmtrace

@@ -21,6 +21,7 @@ struct Record {
   uint64_t lost = 0;      // kEnd
   std::string text;       // names, kMeta lines, kEnd text
   uint32_t bytes = 0;     // its encoded size (set by TraceReader)
+  uint64_t offset = 0;    // its first byte in the file (set by TraceReader)
 };
 
 // The state of one block; reset() at every block start on both sides.

@@ -192,6 +192,7 @@ ReadStatus TraceReader::read(const RecordFn& fn) {
       const uint8_t* start = p;
       if (!codec.get(&p, end, &r, &why)) return bad(why);
       r.bytes = static_cast<uint32_t>(p - start);
+      r.offset = offset + kBlockHeaderSize + static_cast<uint64_t>(start - payload.data());
       std::string bad_ref;
       if (!check_record(r, &bad_ref)) return bad(bad_ref);
       if (r.type == kThread) threads_.push_back({static_cast<uint32_t>(r.tid), r.text});

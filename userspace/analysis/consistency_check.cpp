@@ -1,0 +1,328 @@
+#include "consistency_check.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+
+#include "../../bpf/jvmtrace_events.h"
+
+namespace jvmtrace::analysis {
+
+namespace {
+
+std::string hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%" PRIx64, v);
+  return b;
+}
+std::string num(uint64_t v) { return std::to_string(v); }
+bool is_pause(uint64_t kind) { return kind == 0 || kind == 1; }
+
+}  // namespace
+
+ConsistencyCheck::ConsistencyCheck(const trace::TraceReader& reader, const CheckOptions& options)
+    : reader_(reader), options_(options) {}
+
+void ConsistencyCheck::violation(const trace::Record& r, const char* check, const std::string& what) {
+  violation_count_++;
+  if (violations_.size() < options_.max_violations) violations_.push_back({r.offset, check, what});
+}
+
+const ConsistencyCheck::Range* ConsistencyCheck::overlap(const std::map<uint64_t, Range>& set, uint64_t start,
+                                                         uint64_t end) {
+  // The first range starting at or after start, and the one before it.
+  auto it = set.lower_bound(start);
+  if (it != set.end() && it->first < end) return &it->second;
+  if (it != set.begin() && std::prev(it)->second.end > start) return &std::prev(it)->second;
+  return nullptr;
+}
+
+bool ConsistencyCheck::inside(const std::map<uint64_t, Range>& set, uint64_t address) {
+  return overlap(set, address, address + 1) != nullptr;
+}
+
+std::string ConsistencyCheck::thread_name(uint32_t index) const {
+  const auto& t = reader_.threads()[index];
+  return "thread " + num(t.tid) + " (" + t.name + ")";
+}
+
+void ConsistencyCheck::add(const trace::Record& r) {
+  if (r.type == trace::kMeta) {
+    stock_ = reader_.meta_value("mode") == "stock";
+    const std::string region = reader_.meta_value("heap_region_bytes");
+    region_ = region.empty() ? 0 : std::strtoull(region.c_str(), nullptr, 10);
+    slack_bytes_ = options_.growth_slack_bytes ? options_.growth_slack_bytes : region_ ? region_ : 1u << 20;
+    return;
+  }
+  if (r.type == trace::kLost) return lost(r);
+  if (r.type >= JT_PROBE_COUNT) return;
+  events_++;
+  switch (r.event.probe) {
+    case JT_TLAB_REFILL: return tlab_refill(r);
+    case JT_ALLOC_SLOW_ENTER: return slow_enter(r);
+    case JT_ALLOC_SLOW_EXIT: return slow_exit(r);
+    case JT_GC_START: return gc_start(r);
+    case JT_GC_END: return gc_end(r);
+    case JT_PLAB_ALLOC: return plab_alloc(r);
+    case JT_PLAB_RETIRE: return plab_retire(r);
+    case JT_PROMOTE_DIRECT: return promote_direct(r);
+  }
+}
+
+// Lost events leave every piece of state unknown: start again from nothing
+// (only the GC id order survives, since ids only grow).
+void ConsistencyCheck::lost(const trace::Record& r) {
+  lost_ += r.count;
+  mutators_.clear();
+  tlabs_.clear();
+  plabs_.clear();
+  open_.clear();
+  stretch_lost_ = true;
+  fresh_pause_lost_ = true;
+}
+
+void ConsistencyCheck::tlab_refill(const trace::Record& r) {
+  const uint64_t* a = r.event.a;
+  const uint64_t start = a[0], bytes = a[1], alloc = a[2];
+  Mutator& m = mutators_[r.event.thread];
+  m.seen = true;
+  ran("tlab.alloc_within");
+  if (bytes == 0 || alloc == 0 || alloc > bytes || start % 8 != 0)
+    violation(r, "tlab.alloc_within",
+              "the refilling allocation (" + num(alloc) + " bytes at " + hex(start) + ") does not lie within its TLAB of " +
+                  num(bytes) + " bytes");
+  if (!stock_) {
+    ran("tlab.in_slow_path");
+    if (!m.slow.open) {
+      violation(r, "tlab.in_slow_path", "a TLAB refill outside any slow path of " + thread_name(r.event.thread));
+    } else if (m.slow.bytes != alloc || m.slow.klass != a[3]) {
+      violation(r, "tlab.in_slow_path",
+                "the refill is for " + num(alloc) + " bytes of " + reader_.classes()[a[3]] + ", the open slow path for " +
+                    num(m.slow.bytes) + " bytes of " + reader_.classes()[m.slow.klass]);
+    }
+    m.slow.refilled = true;
+  }
+  // The old TLAB is retired; the new one must not overlap any live TLAB.
+  if (m.tlab.live) tlabs_.erase(m.tlab.start);
+  ran("tlab.disjoint");
+  if (const Range* o = overlap(tlabs_, start, start + bytes))
+    violation(r, "tlab.disjoint",
+              "the new TLAB [" + hex(start) + ", " + hex(start + bytes) + ") of " + thread_name(r.event.thread) +
+                  " overlaps the live TLAB [" + hex(o->start) + ", " + hex(o->end) + ") of " + thread_name(o->thread));
+  m.tlab = {start, start + bytes, r.event.thread, true};
+  tlabs_[start] = m.tlab;
+  stretch_alloc_ += bytes;
+}
+
+void ConsistencyCheck::slow_enter(const trace::Record& r) {
+  Mutator& m = mutators_[r.event.thread];
+  ran("slow.paired");
+  if (m.slow.open)
+    violation(r, "slow.paired",
+              thread_name(r.event.thread) + " enters the slow path again before leaving it (entered at offset " +
+                  num(m.slow.offset) + ")");
+  m.seen = true;
+  m.slow = {true, r.event.a[0], r.event.a[1], r.offset, false};
+}
+
+void ConsistencyCheck::slow_exit(const trace::Record& r) {
+  const uint64_t* a = r.event.a;
+  const uint64_t address = a[0], bytes = a[1], outcome = a[2];
+  Mutator& m = mutators_[r.event.thread];
+  ran("slow.paired");
+  if (!m.slow.open) {
+    // Attached while this thread was inside the slow path: only its first event.
+    if (m.seen) violation(r, "slow.paired", "a slow-path exit of " + thread_name(r.event.thread) + " without an enter");
+    else exits_unopened_++;
+  } else if (m.slow.bytes != bytes) {
+    violation(r, "slow.paired",
+              "the slow path left with " + num(bytes) + " bytes was entered with " + num(m.slow.bytes));
+  }
+  m.seen = true;
+  const bool new_tlab = outcome == 1 || outcome == 3, outside = outcome == 2 || outcome == 4;
+  if (m.slow.open && !stock_) {
+    ran("slow.outcome");
+    if (new_tlab != m.slow.refilled)
+      violation(r, "slow.outcome",
+                std::string("outcome ") + num(outcome) + (new_tlab ? " (new TLAB) without" : " with") +
+                    " a TLAB refill inside the slow path");
+  }
+  ran("slow.address");
+  if (new_tlab && m.tlab.live && address != m.tlab.start) {
+    violation(r, "slow.address",
+              "a new-TLAB allocation at " + hex(address) + ", not at its TLAB's start " + hex(m.tlab.start));
+  } else if (outcome == 5 && m.tlab.live && (address < m.tlab.start || address + bytes > m.tlab.end)) {
+    violation(r, "slow.address",
+              "an allocation in the current TLAB at " + hex(address) + " lies outside it [" + hex(m.tlab.start) + ", " +
+                  hex(m.tlab.end) + ")");
+  } else if (outside) {
+    if (address == 0 || address % 8 != 0) {
+      violation(r, "slow.address", "an outside-TLAB allocation at " + hex(address));
+    } else if (const Range* o = overlap(tlabs_, address, address + bytes)) {
+      violation(r, "slow.address",
+                "an outside-TLAB object [" + hex(address) + ", " + hex(address + bytes) + ") lies in the live TLAB of " +
+                    thread_name(o->thread));
+    }
+    // A G1 humongous object (half a region or more) takes whole regions.
+    stretch_alloc_ += region_ && bytes >= region_ / 2 ? (bytes + region_ - 1) / region_ * region_ : bytes;
+  } else if (outcome == 0 && address != 0) {
+    violation(r, "slow.address", "a failed allocation returned " + hex(address));
+  }
+  m.slow.open = false;
+}
+
+void ConsistencyCheck::gc_start(const trace::Record& r) {
+  const uint64_t* a = r.event.a;
+  const uint64_t id = a[0], kind = a[3];
+  ran("gc.id_order");
+  if (have_last_start_ && id <= last_start_id_)
+    violation(r, "gc.id_order", "GC " + num(id) + " starts after GC " + num(last_start_id_));
+  have_last_start_ = true;
+  last_start_id_ = id;
+  if (!have_first_start_) have_first_start_ = true, first_start_id_ = id;
+  if (is_pause(kind)) {
+    ran("gc.one_pause");
+    for (const auto& [oid, o] : open_)
+      if (is_pause(o.kind))
+        violation(r, "gc.one_pause",
+                  "pause " + num(id) + " starts while pause " + num(oid) + " (offset " + num(o.offset) + ") is open");
+    // Closing the mutator stretch: its allocation against the heap's growth.
+    if (stretch_open_ && !stock_) {
+      Stretch s{stretch_from_, id, r.offset, a[4] - stretch_used_, stretch_alloc_, !stretch_lost_};
+      if (a[4] < stretch_used_) s.growth = 0;
+      if (s.checked) {
+        ran("gc.heap_growth");
+        const uint64_t limit = slack_bytes_ + static_cast<uint64_t>(options_.growth_slack_ratio * s.allocated);
+        if (a[4] < stretch_used_ || s.growth + limit < s.allocated) {
+          violation(r, "gc.heap_growth",
+                    "between GC " + num(s.from_gc) + " and GC " + num(id) + " the heap grew by " +
+                        (a[4] < stretch_used_ ? "-" + num(stretch_used_ - a[4]) : num(s.growth)) + " bytes, less than the " +
+                        num(s.allocated) + " allocated in TLABs and outside them");
+        } else if (s.growth > s.allocated + limit) {
+          violation(r, "gc.heap_growth",
+                    "between GC " + num(s.from_gc) + " and GC " + num(id) + " the heap grew by " + num(s.growth) +
+                        " bytes, " + num(s.growth - s.allocated) + " more than the " + num(s.allocated) +
+                        " allocated in TLABs and outside them (allowed: " + num(limit) + ")");
+        }
+      }
+      stretches_.push_back(s);
+    }
+    stretch_open_ = false;
+    // A pause retires every TLAB.
+    tlabs_.clear();
+    for (auto& [t, m] : mutators_) m.tlab.live = false;
+    plabs_.clear();
+    fresh_pause_lost_ = false;
+  }
+  if (open_.count(id)) violation(r, "gc.paired", "GC " + num(id) + " starts twice");
+  open_[id] = {id, kind, a[1], r.offset};
+}
+
+void ConsistencyCheck::gc_end(const trace::Record& r) {
+  const uint64_t* a = r.event.a;
+  const uint64_t id = a[0], kind = a[3];
+  ran("gc.paired");
+  auto it = open_.find(id);
+  if (it == open_.end()) {
+    // A collection running when the recording began ends without a start.
+    if (!have_first_start_ || id < first_start_id_) ended_before_++;
+    else violation(r, "gc.paired", "GC " + num(id) + " ends without having started");
+  } else {
+    if (it->second.kind != kind || it->second.name != a[1])
+      violation(r, "gc.paired",
+                "GC " + num(id) + " ends as " + reader_.strings()[a[1]] + " kind " + num(kind) + ", started as " +
+                    reader_.strings()[it->second.name] + " kind " + num(it->second.kind));
+    open_.erase(it);
+  }
+  if (is_pause(kind)) {
+    // Every PLAB of a pause is retired within it.
+    for (const auto& [start, p] : plabs_)
+      if (p.live && p.gc_id == id) {
+        ran("plab.retired");
+        violation(r, "plab.retired",
+                  "GC " + num(id) + " ends with the PLAB " + hex(start) + " of " + thread_name(p.thread) + " not retired");
+      }
+    plabs_.clear();
+    stretch_open_ = true;
+    stretch_lost_ = false;
+    stretch_from_ = id;
+    stretch_used_ = a[4];
+    stretch_alloc_ = 0;
+  }
+}
+
+void ConsistencyCheck::plab_alloc(const trace::Record& r) {
+  const uint64_t* a = r.event.a;
+  const uint64_t id = a[0], start = a[1], bytes = a[2], dest = a[3] & 1;
+  ran("plab.in_pause");
+  auto g = open_.find(id);
+  if (g == open_.end() || !is_pause(g->second.kind))
+    violation(r, "plab.in_pause", "a PLAB for GC " + num(id) + ", which is not an open pause");
+  ran("plab.disjoint");
+  if (bytes == 0 || start % 8 != 0)
+    violation(r, "plab.disjoint", "a PLAB of " + num(bytes) + " bytes at " + hex(start));
+  else if (const Range* o = overlap(plabs_, start, start + bytes))
+    violation(r, "plab.disjoint",
+              "the new PLAB [" + hex(start) + ", " + hex(start + bytes) + ") of " + thread_name(r.event.thread) +
+                  " overlaps the PLAB [" + hex(o->start) + ", " + hex(o->end) + ") of " + thread_name(o->thread) +
+                  " (GC " + num(o->gc_id) + ")");
+  plabs_[start] = {start, start + bytes, r.event.thread, true, id, dest};
+}
+
+// A PLAB is retired when its worker needs a new one, or at the end of the
+// pause when the per-worker states are flushed, by whichever thread does
+// that (G1: a GC worker; Parallel: the VM thread): match it by address.
+void ConsistencyCheck::plab_retire(const trace::Record& r) {
+  const uint64_t* a = r.event.a;
+  const uint64_t id = a[0], start = a[1], bytes = a[2], used = a[3], waste = a[4], dest = a[5] & 1;
+  ran("plab.used_plus_waste");
+  if (used + waste != bytes)
+    violation(r, "plab.used_plus_waste",
+              "a retired PLAB of " + num(bytes) + " bytes with " + num(used) + " used + " + num(waste) + " wasted");
+  ran("plab.retired");
+  auto it = plabs_.find(start);
+  if (it == plabs_.end() || !it->second.live) {
+    // Only a PLAB handed out before the recording (or lost events) may be unknown.
+    if (have_first_start_ && id >= first_start_id_ && open_.count(id) && open_.size() == 1 && !fresh_pause_lost_)
+      violation(r, "plab.retired", "a PLAB at " + hex(start) + " retired that this pause never handed out");
+    return;
+  }
+  const Range& p = it->second;
+  if (p.end - p.start != bytes || p.gc_id != id || p.dest != dest)
+    violation(r, "plab.retired",
+              "the retired PLAB " + hex(start) + " (" + num(bytes) + " bytes, GC " + num(id) + ", dest " + num(dest) +
+                  ") was handed out as " + num(p.end - p.start) + " bytes, GC " + num(p.gc_id) + ", dest " + num(p.dest));
+  it->second.live = false;  // stays in plabs_: later PLABs must not overlap it either
+}
+
+void ConsistencyCheck::promote_direct(const trace::Record& r) {
+  const uint64_t* a = r.event.a;
+  const uint64_t id = a[0], address = a[1], bytes = a[2];
+  ran("plab.in_pause");
+  auto g = open_.find(id);
+  if (g == open_.end() || !is_pause(g->second.kind))
+    violation(r, "plab.in_pause", "a direct promotion for GC " + num(id) + ", which is not an open pause");
+  ran("promote.outside_plabs");
+  if (const Range* o = overlap(plabs_, address, address + bytes))
+    violation(r, "promote.outside_plabs",
+              "an object promoted outside PLABs [" + hex(address) + ", " + hex(address + bytes) + ") lies in the PLAB of " +
+                  thread_name(o->thread));
+}
+
+void ConsistencyCheck::finish() {
+  if (lost_) notes_.push_back(num(lost_) + " events were lost: state was reset after each loss, and the heap-growth "
+                                           "check skipped the stretches that lost events");
+  if (ended_before_)
+    notes_.push_back(num(ended_before_) + " collection(s) had started before the recording; their ends were not checked");
+  if (exits_unopened_)
+    notes_.push_back(num(exits_unopened_) + " thread(s) were inside the slow path when the recording began");
+  for (const auto& [id, o] : open_)
+    notes_.push_back("GC " + num(id) + " was still running when the recording ended");
+  if (stock_)
+    notes_.push_back("stock mode: no heap sizes, slow-path pairing, PLABs or HotSpot GC ids are traced, so "
+                     "gc.heap_growth, tlab.in_slow_path, slow.outcome and the PLAB checks do not apply");
+  notes_.push_back("not reconstructable: objects allocated inside a TLAB by the fast path (bump pointer) and "
+                   "objects copied inside a PLAB are not traced, so their addresses cannot be checked");
+}
+
+}  // namespace jvmtrace::analysis

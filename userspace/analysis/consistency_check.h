@@ -1,0 +1,121 @@
+// Replaying a trace and checking it against what HotSpot's memory manager
+// guarantees (report --check).  The replay keeps, as AntTracks does, the
+// mutator and GC phases apart: per mutator thread its current TLAB and its
+// open slow path; per pause its PLABs; the open pauses.  Each event is checked against that state, and each stretch of
+// mutator time between two pauses against the heap growth the pauses report.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "../trace_reader.h"
+
+namespace jvmtrace::analysis {
+
+struct Violation {
+  uint64_t offset;    // the offending record's first byte in the file
+  std::string check;  // e.g. "plab.used_plus_waste"
+  std::string what;   // one line for a person
+};
+
+// The heap-growth check, one row per stretch between a pause's end and the
+// next pause's start.
+struct Stretch {
+  uint64_t from_gc = 0, to_gc = 0;     // the pauses around it (HotSpot ids)
+  uint64_t offset = 0;                 // the closing gc__start record
+  uint64_t growth = 0;                 // heap used at to_gc's start - at from_gc's end
+  uint64_t allocated = 0;              // new TLABs + outside-TLAB objects in between
+  bool checked = false;                // false: events were lost in it
+  int64_t slack() const { return static_cast<int64_t>(growth) - static_cast<int64_t>(allocated); }
+};
+
+struct CheckOptions {
+  // Heap growth and traced allocation (G1 humongous objects rounded up to
+  // whole regions) agreed to the byte in every stretch measured
+  // (docs/analysis.md); the slack is for what the trace cannot see.
+  uint64_t growth_slack_bytes = 0;    // 0: one G1 region (meta heap_region_bytes), else 1 MiB
+  double growth_slack_ratio = 0.01;   // plus this share of the allocation
+  size_t max_violations = 1000;       // kept (all are counted)
+};
+
+class ConsistencyCheck {
+ public:
+  ConsistencyCheck(const trace::TraceReader& reader, const CheckOptions& options);
+
+  void add(const trace::Record& r);
+  void finish();  // after the last record: what is still open
+
+  uint64_t events() const { return events_; }
+  uint64_t violation_count() const { return violation_count_; }
+  const std::vector<Violation>& violations() const { return violations_; }
+  const std::vector<Stretch>& stretches() const { return stretches_; }
+  const std::map<std::string, uint64_t>& checked() const { return checked_; }  // per check: how often it ran
+  const std::vector<std::string>& notes() const { return notes_; }            // what was not checked, and why
+  uint64_t growth_slack_bytes() const { return slack_bytes_; }
+
+ private:
+  struct Range {
+    uint64_t start = 0, end = 0;  // [start, end)
+    uint32_t thread = 0;
+    bool live = false;
+    uint64_t gc_id = 0, dest = 0;  // PLABs
+  };
+  struct SlowPath {
+    bool open = false;
+    uint64_t bytes = 0, klass = 0, offset = 0;
+    bool refilled = false;  // a refill came while it was open
+  };
+  struct Mutator {
+    Range tlab;
+    SlowPath slow;
+    bool seen = false;
+  };
+  struct OpenGc {
+    uint64_t id = 0, kind = 0, name = 0, offset = 0;
+  };
+
+  void violation(const trace::Record& r, const char* check, const std::string& what);
+  void ran(const char* check) { checked_[check]++; }
+  // Another live range in set overlapping [start, end), or nullptr.
+  static const Range* overlap(const std::map<uint64_t, Range>& set, uint64_t start, uint64_t end);
+  static bool inside(const std::map<uint64_t, Range>& set, uint64_t address);
+  std::string thread_name(uint32_t index) const;
+
+  void tlab_refill(const trace::Record& r);
+  void slow_enter(const trace::Record& r);
+  void slow_exit(const trace::Record& r);
+  void gc_start(const trace::Record& r);
+  void gc_end(const trace::Record& r);
+  void plab_alloc(const trace::Record& r);
+  void plab_retire(const trace::Record& r);
+  void promote_direct(const trace::Record& r);
+  void lost(const trace::Record& r);
+
+  const trace::TraceReader& reader_;
+  CheckOptions options_;
+  bool stock_ = false;
+  uint64_t region_ = 0;  // G1's region size, 0 if not G1 or not known
+  uint64_t slack_bytes_ = 0;
+  uint64_t events_ = 0, violation_count_ = 0;
+  std::vector<Violation> violations_;
+  std::map<std::string, uint64_t> checked_;
+  std::vector<std::string> notes_;
+  std::vector<Stretch> stretches_;
+
+  std::unordered_map<uint32_t, Mutator> mutators_;
+  std::map<uint64_t, Range> tlabs_;  // live TLABs by start: retired all at once by a pause
+  std::map<uint64_t, Range> plabs_;  // this pause's PLABs by start, retired ones too
+  bool fresh_pause_lost_ = false;    // events were lost since the open pause began
+  std::map<uint64_t, OpenGc> open_;  // started, not ended, by id
+  bool have_last_start_ = false;
+  uint64_t last_start_id_ = 0, first_start_id_ = 0;
+  bool have_first_start_ = false;
+  // The stretch being measured: from the last pause end (if seen) on.
+  bool stretch_open_ = false, stretch_lost_ = false;
+  uint64_t stretch_from_ = 0, stretch_used_ = 0, stretch_alloc_ = 0;
+  uint64_t lost_ = 0, ended_before_ = 0, unended_ = 0, exits_unopened_ = 0;
+};
+
+}  // namespace jvmtrace::analysis
