@@ -132,3 +132,140 @@ def test_check_on_a_cut_trace_checks_the_intact_part(traces, tmp_path):
     rc, c = check(cut)
     assert rc == 3 and c["violations"] == 0 and "cut off" in c["status"], c
     assert 0 < c["events"] < len(events_of(traces["g1"]))
+
+
+# --- export --perfetto -------------------------------------------------------
+
+PHASES = {"M", "X", "i", "C"}
+
+
+def perfetto(path, tmp_path, name="out.json.gz"):
+    out = tmp_path / name
+    r = jvmtrace("export", "--perfetto", path, "-o", out)
+    assert r.returncode == 0, r.stderr
+    opener = gzip.open if name.endswith(".gz") else open
+    with opener(out, "rt") as f:
+        return json.load(f)
+
+
+def check_trace_event_format(doc):
+    """The Trace Event Format's structure, as the Perfetto/Chrome JSON importer reads it."""
+    assert isinstance(doc["traceEvents"], list) and doc["displayTimeUnit"] == "ns"
+    for e in doc["traceEvents"]:
+        assert e["ph"] in PHASES and isinstance(e["name"], str) and e["name"], e
+        assert isinstance(e["pid"], int), e
+        if e["ph"] == "M":
+            assert isinstance(e["args"], dict)
+            continue
+        assert isinstance(e["tid"], int) and isinstance(e["ts"], (int, float)) and e["ts"] >= 0, e
+        if e["ph"] == "X":
+            assert isinstance(e["dur"], (int, float)) and e["dur"] >= 0, e
+        if e["ph"] == "i":
+            assert e["s"] in ("t", "p", "g"), e
+        if e["ph"] == "C":
+            assert e["args"] and all(isinstance(v, (int, float)) for v in e["args"].values()), e
+
+
+def us(ns, origin):
+    return (ns - origin) / 1000
+
+
+def test_perfetto_export_has_every_event_one_by_one(traces, tmp_path):
+    path = traces["g1"]
+    doc = perfetto(path, tmp_path)
+    check_trace_event_format(doc)
+    r, recs = dump_json(path)
+    meta = recs[0]
+    origin, pid = int(meta["start_monotonic_ns"]), int(meta["pid"])
+    ev = [x for x in recs if x["type"] == "event"]
+    te = doc["traceEvents"]
+    assert all(e["pid"] == pid for e in te)
+    close = lambda a, b: abs(a - b) < 0.0015  # µs, printed with ns digits
+
+    # GC pauses: one slice each, on the GC track, with the probe's times and heap sizes.
+    slices = {int(e["args"]["gc_id"]): e for e in te if e["ph"] == "X" and e.get("cat") == "gc"}
+    starts = {e["args"]["gc_id"]: e for e in ev if e["probe"] == "gc__start"}
+    ends = {e["args"]["gc_id"]: e for e in ev if e["probe"] == "gc__end"}
+    assert set(slices) == set(starts) == set(ends) and len(slices) >= 5
+    for gid, s in slices.items():
+        a, b = starts[gid], ends[gid]
+        assert s["tid"] == 1000000000 and s["name"].startswith(f"GC {gid} {a['args']['name']}")
+        assert close(s["ts"], us(a["ts_ns"], origin)) and close(s["dur"], (b["ts_ns"] - a["ts_ns"]) / 1000)
+        assert s["args"]["heap_used_before"] == a["args"]["heap_used"]
+        assert s["args"]["heap_used_after"] == b["args"]["heap_used"]
+        assert s["args"]["cause"] == a["args"]["cause"]
+
+    # TLAB refills: an instant on the refilling thread each, in order.
+    ours = [(e["tid"], round(us(e["ts_ns"], origin), 3), e["args"]["class"], e["args"]["tlab_bytes"])
+            for e in ev if e["probe"] == "tlab__refill"]
+    theirs = [(e["tid"], round(e["ts"], 3), e["args"]["class"], e["args"]["tlab_bytes"])
+              for e in te if e["name"] == "TLAB refill"]
+    assert ours == theirs and len(ours) > 100
+
+    # Slow paths: a slice from enter to exit, named by the outcome.
+    open_, want = {}, []
+    for e in ev:
+        if e["probe"] == "alloc__slow__enter":
+            open_[e["tid"]] = e
+        elif e["probe"] == "alloc__slow__exit" and e["tid"] in open_:
+            n = open_.pop(e["tid"])
+            want.append((e["tid"], round(us(n["ts_ns"], origin), 3), round((e["ts_ns"] - n["ts_ns"]) / 1000, 3),
+                         e["args"]["alloc_bytes"], n["args"]["class"]))
+    got = sorted((e["tid"], round(e["ts"], 3), round(e["dur"], 3), e["args"]["alloc_bytes"], e["args"]["class"])
+                 for e in te if e["ph"] == "X" and e.get("cat") == "alloc")
+    assert got == sorted(want)
+
+    # PLABs: a slice per PLAB with its retire figures, on its worker's track.
+    plab_open, want = {}, []
+    for e in ev:
+        if e["probe"] == "plab__alloc":
+            plab_open[e["args"]["plab_start"]] = e
+        elif e["probe"] == "plab__retire" and e["args"]["plab_start"] in plab_open:
+            p = plab_open.pop(e["args"]["plab_start"])
+            track = p["tid"] + (1100000000 if p["args"]["dest"] else 0)
+            want.append((track, round(us(p["ts_ns"], origin), 3), p["args"]["plab_bytes"], e["args"]["used_bytes"],
+                         e["args"]["wasted_bytes"]))
+    got = sorted((e["tid"], round(e["ts"], 3), e["args"]["plab_bytes"], e["args"]["used_bytes"], e["args"]["wasted_bytes"])
+                 for e in te if e["ph"] == "X" and e.get("cat") == "plab")
+    assert got == sorted(want) and len(got) > 20
+
+    # Counters: heap used at every pause edge is the probe's figure; the
+    # allocation-rate buckets add up to every byte allocated.
+    heap = {round(e["ts"], 3): e["args"]["used"] for e in te if e["name"] == "heap used (bytes)"}
+    for e in ev:
+        if e["probe"] in ("gc__start", "gc__end"):
+            assert heap[round(us(e["ts_ns"], origin), 3)] == e["args"]["heap_used"]
+    total = sum(e["args"]["tlab_bytes"] for e in ev if e["probe"] == "tlab__refill") + \
+        sum(e["args"]["alloc_bytes"] for e in ev if e["probe"] == "alloc__slow__exit" and e["args"]["outcome"] in (2, 4))
+    rate = sum(e["args"]["rate"] * 1e6 * 0.01 for e in te if e["name"] == "allocation rate (MB/s)")
+    assert abs(rate - total) <= 1e-5 * total
+    # Every thread that has events is named.
+    named = {e["tid"] for e in te if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert {e["tid"] for e in ev} <= named
+
+
+def test_perfetto_export_of_other_traces_and_bad_input(traces, tmp_path):
+    for name in ("parallel", "stock", "humongous"):
+        doc = perfetto(traces[name], tmp_path, f"{name}.json")
+        check_trace_event_format(doc)
+        assert sum(1 for e in doc["traceEvents"] if e.get("cat") == "gc") >= 3
+    r = jvmtrace("export", "--perfetto", traces["g1"], "-o", tmp_path / "no/such/dir/x.json")
+    assert r.returncode == 1 and "cannot write" in r.stderr
+    r = jvmtrace("export", traces["g1"], "-o", tmp_path / "x.json")
+    assert r.returncode == 2 and "--perfetto" in r.stderr
+    text = tmp_path / "text.jvmtrace"
+    text.write_text("hello\n" * 10)
+    r = jvmtrace("export", "--perfetto", text, "-o", tmp_path / "x.json")
+    assert r.returncode == 1 and "not a jvmtrace trace" in r.stderr and not (tmp_path / "x.json").exists()
+
+
+def test_perfetto_export_to_a_full_disk_fails_cleanly(traces, tmp_path):
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], check=True)
+    try:
+        r = jvmtrace("export", "--perfetto", traces["g1"], "-o", mnt / "big.json")
+        assert r.returncode == 1 and "No space left on device" in r.stderr and "removed" in r.stderr, r.stderr
+        assert list(mnt.iterdir()) == []
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)

@@ -107,12 +107,6 @@ std::string stats_json(const Stats& s) {
   return b;
 }
 
-const char* kind_name(uint64_t k) { return k == 0 ? "young" : k == 1 ? "full" : k == 2 ? "concurrent" : "?"; }
-const char* outcome_name(uint64_t o) {
-  static const char* const n[] = {"failed", "new_tlab", "outside_tlab", "new_tlab_after_gc", "outside_tlab_after_gc",
-                                  "current_tlab"};
-  return o < 6 ? n[o] : "unknown";
-}
 
 struct Totals {
   uint64_t refills = 0, tlab_bytes = 0, outside = 0, outside_bytes = 0;
@@ -270,7 +264,7 @@ class Report {
                       "\"duration_ms\": %s, \"heap_used_before\": %" PRIu64 ", \"heap_used_after\": %" PRIu64
                       ", \"heap_committed\": %" PRIu64 ", \"plabs\": %" PRIu64 ", \"plab_bytes\": %" PRIu64
                       ", \"plab_waste\": %" PRIu64 ", \"promoted_direct\": %" PRIu64 ", \"promoted_direct_bytes\": %" PRIu64 "}",
-                      first ? "" : ", ", id, json_escape(g.name).c_str(), json_escape(g.cause).c_str(), kind_name(g.kind),
+                      first ? "" : ", ", id, json_escape(g.name).c_str(), json_escape(g.cause).c_str(), trace::gc_kind_name(g.kind),
                       g.started ? static_cast<int64_t>(g.start_ns - origin) / 1e9 : -1.0,
                       g.started && g.ended ? std::to_string((g.end_ns - g.start_ns) / 1e6).c_str() : "null",
                       g.used_before, g.used_after, g.committed_after, g.plabs, g.plab_bytes, g.plab_waste, g.direct,
@@ -283,7 +277,7 @@ class Report {
            ", \"slow_path_outcomes\": {";
       first = true;
       for (const auto& [o, n] : outcomes_) {
-        s += std::string(first ? "" : ", ") + "\"" + outcome_name(o) + "\": " + std::to_string(n);
+        s += std::string(first ? "" : ", ") + "\"" + trace::slow_outcome_name(o) + "\": " + std::to_string(n);
         first = false;
       }
       s += "}, \"plab\": {";
@@ -323,7 +317,7 @@ class Report {
       char dur[32] = "-";
       if (g.started && g.ended) std::snprintf(dur, sizeof dur, "%.3f", (g.end_ns - g.start_ns) / 1e6);
       std::printf("  %5" PRIu64 " %-22.22s %-26.26s %-10s %10.3f %10s %12" PRIu64 " %12" PRIu64 " %7" PRIu64 " %10" PRIu64 "\n", id,
-                  g.name.c_str(), g.cause.c_str(), kind_name(g.kind), g.started ? static_cast<int64_t>(g.start_ns - origin) / 1e9 : -1.0,
+                  g.name.c_str(), g.cause.c_str(), trace::gc_kind_name(g.kind), g.started ? static_cast<int64_t>(g.start_ns - origin) / 1e9 : -1.0,
                   dur, g.used_before, g.used_after, g.plabs, g.plab_bytes / 1024);
     }
     auto row = [](const char* what, const Stats& s, const char* unit) {
@@ -340,7 +334,7 @@ class Report {
     if (stock) std::printf("  %-26s not observable in stock mode\n", "slow path (enter->exit)");
     else row("slow path (enter->exit)", slow, "ns");
     std::printf("  %-26s", "slow path outcomes");
-    for (const auto& [o, n] : outcomes_) std::printf(" %s=%" PRIu64, outcome_name(o), n);
+    for (const auto& [o, n] : outcomes_) std::printf(" %s=%" PRIu64, trace::slow_outcome_name(o), n);
     std::printf("\n\nPromotion:\n");
     row("PLAB sizes, young", plab[0], "bytes");
     row("PLAB sizes, old", plab[1], "bytes");

@@ -68,4 +68,14 @@ struct ProbeInfo {
 };
 const ProbeInfo& probe_info(uint16_t probe);
 
+// gc__start/end's kind and alloc__slow__exit's outcome, in words.
+inline const char* gc_kind_name(uint64_t k) {
+  return k == 0 ? "young" : k == 1 ? "full" : k == 2 ? "concurrent" : "?";
+}
+inline const char* slow_outcome_name(uint64_t o) {
+  static const char* const n[] = {"failed", "new_tlab", "outside_tlab", "new_tlab_after_gc", "outside_tlab_after_gc",
+                                  "current_tlab"};
+  return o < 6 ? n[o] : "unknown";
+}
+
 }  // namespace jvmtrace::trace

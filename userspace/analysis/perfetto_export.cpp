@@ -1,0 +1,227 @@
+#include "perfetto_export.h"
+
+#include <cinttypes>
+#include <cstdio>
+
+#include "../../bpf/jvmtrace_events.h"
+#include "cli.h"
+
+namespace jvmtrace::analysis {
+
+namespace {
+
+std::string q(const std::string& s) { return "\"" + json_escape(s) + "\""; }
+std::string u(uint64_t v) { return std::to_string(v); }
+std::string hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "\"0x%" PRIx64 "\"", v);
+  return b;
+}
+// Heap used is emitted at most this often between pauses (a point per refill
+// would add nothing a person can see), and always at pause edges.
+constexpr uint64_t kHeapCounterStepNs = 1000000;
+
+}  // namespace
+
+PerfettoExport::PerfettoExport(const trace::TraceReader& reader, uint64_t origin_ns,
+                               std::function<void(const std::string&)> out, uint64_t rate_interval_ns)
+    : reader_(reader), origin_(origin_ns), out_(std::move(out)), interval_(rate_interval_ns ? rate_interval_ns : 10000000) {}
+
+std::string PerfettoExport::ts(uint64_t ns) const {
+  // Microseconds with nanosecond digits; events before the origin clamp to 0.
+  const uint64_t d = ns > origin_ ? ns - origin_ : 0;
+  char b[32];
+  std::snprintf(b, sizeof b, "%" PRIu64 ".%03" PRIu64, d / 1000, d % 1000);
+  return b;
+}
+
+void PerfettoExport::emit(const std::string& event) {
+  if (!header_) {
+    out_("{\"displayTimeUnit\": \"ns\", \"otherData\": {\"producer\": \"jvmtrace export --perfetto\"}, \"traceEvents\": [\n");
+    header_ = true;
+    out_(event);
+  } else {
+    out_(",\n" + event);
+  }
+  written_++;
+}
+
+void PerfettoExport::name_thread(uint32_t tid, const std::string& name, int sort_index) {
+  emit("{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " + u(pid_) + ", \"tid\": " + u(tid) +
+       ", \"args\": {\"name\": " + q(name) + "}}");
+  emit("{\"ph\": \"M\", \"name\": \"thread_sort_index\", \"pid\": " + u(pid_) + ", \"tid\": " + u(tid) +
+       ", \"args\": {\"sort_index\": " + std::to_string(sort_index) + "}}");
+}
+
+void PerfettoExport::heap_counter(uint64_t ns, uint64_t used) {
+  emit("{\"ph\": \"C\", \"name\": \"heap used (bytes)\", \"pid\": " + u(pid_) + ", \"tid\": 0, \"ts\": " + ts(ns) +
+       ", \"args\": {\"used\": " + u(used) + "}}");
+  heap_last_emit_ = ns;
+  heap_pending_ = false;
+}
+
+// Closes every allocation-rate bucket that ends at or before ns.
+void PerfettoExport::rate_until(uint64_t ns) {
+  if (!rate_started_) {
+    rate_started_ = true;
+    rate_bucket_ = ns - (ns - origin_) % interval_;
+    return;
+  }
+  while (ns >= rate_bucket_ + interval_) {
+    emit("{\"ph\": \"C\", \"name\": \"allocation rate (MB/s)\", \"pid\": " + u(pid_) + ", \"tid\": 0, \"ts\": " +
+         ts(rate_bucket_) + ", \"args\": {\"rate\": " + std::to_string(rate_bytes_ * 1e3 / interval_) + "}}");
+    rate_bytes_ = 0;
+    rate_bucket_ += interval_;
+  }
+}
+
+void PerfettoExport::add(const trace::Record& r) {
+  if (r.type == trace::kMeta) {
+    pid_ = static_cast<uint32_t>(std::strtoul(reader_.meta_value("pid").c_str(), nullptr, 10));
+    std::string cmd = reader_.meta_value("cmdline");
+    const size_t sp = cmd.rfind(' ');
+    const std::string main = sp == std::string::npos ? cmd : cmd.substr(sp + 1);
+    emit("{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": " + u(pid_) + ", \"args\": {\"name\": " +
+         q("JVM " + u(pid_) + " (" + reader_.meta_value("mode") + " mode)") + "}}");
+    emit("{\"ph\": \"M\", \"name\": \"process_labels\", \"pid\": " + u(pid_) + ", \"args\": {\"labels\": " + q(cmd) + "}}");
+    name_thread(kGcPauseTrack, "GC pauses", -2);
+    name_thread(kGcConcurrentTrack, "GC concurrent cycles", -1);
+    return;
+  }
+  if (r.type == trace::kLost) {
+    emit("{\"ph\": \"i\", \"s\": \"p\", \"name\": \"LOST " + u(r.count) + " events\", \"pid\": " + u(pid_) +
+         ", \"tid\": 0, \"ts\": " + ts(r.ts_ns) + ", \"args\": {\"count\": " + u(r.count) + "}}");
+    heap_known_ = false;  // an allocation may be among them
+    return;
+  }
+  if (r.type >= JT_PROBE_COUNT) return;
+  const trace::Event& e = r.event;
+  const uint64_t* a = e.a;
+  last_ns_ = std::max(last_ns_, e.ts_ns);
+  if (named_.size() <= e.thread) named_.resize(e.thread + 1);
+  if (!named_[e.thread]) {
+    named_[e.thread] = true;
+    name_thread(tid(e.thread), reader_.threads()[e.thread].name, 0);
+  }
+  const std::string where = "\"pid\": " + u(pid_) + ", \"tid\": " + u(tid(e.thread)) + ", \"ts\": " + ts(e.ts_ns);
+  auto allocated = [&](uint64_t bytes) {
+    rate_until(e.ts_ns);
+    rate_bytes_ += bytes;
+    if (heap_known_) {
+      heap_used_ += bytes;
+      heap_pending_ = true;
+      if (e.ts_ns >= heap_last_emit_ + kHeapCounterStepNs) heap_counter(e.ts_ns, heap_used_);
+    }
+  };
+  switch (e.probe) {
+    case JT_TLAB_REFILL:
+      emit("{\"ph\": \"i\", \"s\": \"t\", \"cat\": \"tlab\", \"name\": \"TLAB refill\", " + where +
+           ", \"args\": {\"class\": " + q(reader_.classes()[a[3]]) + ", \"tlab_bytes\": " + u(a[1]) +
+           ", \"alloc_bytes\": " + u(a[2]) + ", \"tlab_start\": " + hex(a[0]) + ", \"retired_waste_bytes\": " + u(a[5]) +
+           "}}");
+      allocated(a[1]);
+      break;
+    case JT_ALLOC_SLOW_ENTER:
+      slow_[e.thread] = {true, e.ts_ns, a[0], a[1]};
+      break;
+    case JT_ALLOC_SLOW_EXIT: {
+      OpenSlow& s = slow_[e.thread];
+      const bool outside = a[2] == 2 || a[2] == 4;
+      const std::string args = "\"args\": {\"outcome\": " + q(trace::slow_outcome_name(a[2])) + ", \"alloc_bytes\": " +
+                               u(a[1]) + ", \"address\": " + hex(a[0]) + ", \"gcs\": " + u(a[3]) +
+                               (s.open ? ", \"class\": " + q(reader_.classes()[s.klass]) : std::string()) + "}";
+      if (s.open) {
+        emit("{\"ph\": \"X\", \"cat\": \"alloc\", \"name\": \"slow path: " + std::string(trace::slow_outcome_name(a[2])) +
+             "\", \"pid\": " + u(pid_) + ", \"tid\": " + u(tid(e.thread)) + ", \"ts\": " + ts(s.ts) +
+             ", \"dur\": " + ts(origin_ + (e.ts_ns - s.ts)) + ", " + args + "}");
+      } else {
+        emit("{\"ph\": \"i\", \"s\": \"t\", \"cat\": \"alloc\", \"name\": \"slow path exit: " +
+             std::string(trace::slow_outcome_name(a[2])) + "\", " + where + ", " + args + "}");
+      }
+      s.open = false;
+      if (outside) allocated(a[1]);
+      break;
+    }
+    case JT_GC_START: {
+      gcs_[a[0]] = {e.ts_ns, a[4], a[5], a[3], a[1], a[2]};
+      if (a[3] != 2) {
+        if (heap_known_ && heap_pending_) heap_counter(e.ts_ns, heap_used_);
+        if (reader_.meta_value("mode") != "stock") heap_counter(e.ts_ns, a[4]);
+        heap_known_ = false;
+      }
+      break;
+    }
+    case JT_GC_END: {
+      auto it = gcs_.find(a[0]);
+      const bool stock = reader_.meta_value("mode") == "stock";
+      if (it != gcs_.end()) {
+        const OpenGc& g = it->second;
+        const std::string name = "GC " + u(a[0]) + " " + reader_.strings()[g.name] + " (" + trace::gc_kind_name(g.kind) + ")";
+        std::string args = "\"gc_id\": " + u(a[0]) + ", \"cause\": " + q(reader_.strings()[g.cause]) + ", \"kind\": " +
+                           q(trace::gc_kind_name(g.kind));
+        if (!stock)
+          args += ", \"heap_used_before\": " + u(g.used) + ", \"heap_used_after\": " + u(a[4]) +
+                  ", \"heap_committed_before\": " + u(g.committed) + ", \"heap_committed_after\": " + u(a[5]);
+        emit("{\"ph\": \"X\", \"cat\": \"gc\", \"name\": " + q(name) + ", \"pid\": " + u(pid_) +
+             ", \"tid\": " + u(g.kind == 2 ? kGcConcurrentTrack : kGcPauseTrack) + ", \"ts\": " + ts(g.ts) +
+             ", \"dur\": " + ts(origin_ + (e.ts_ns - g.ts)) + ", \"args\": {" + args + "}}");
+        gcs_.erase(it);
+      }
+      if (a[3] != 2 && !stock) {
+        heap_counter(e.ts_ns, a[4]);
+        emit("{\"ph\": \"C\", \"name\": \"heap committed (bytes)\", \"pid\": " + u(pid_) + ", \"tid\": 0, \"ts\": " +
+             ts(e.ts_ns) + ", \"args\": {\"committed\": " + u(a[5]) + "}}");
+        heap_known_ = true;
+        heap_used_ = a[4];
+      }
+      break;
+    }
+    case JT_PLAB_ALLOC:
+      plabs_[a[1]] = {e.ts_ns, a[0], a[2], a[3] & 1, tid(e.thread)};
+      break;
+    case JT_PLAB_RETIRE: {
+      auto it = plabs_.find(a[1]);
+      if (it == plabs_.end()) break;  // handed out before the recording
+      const OpenPlab& p = it->second;
+      uint32_t track = p.tid;
+      if (p.dest) {  // old-gen PLABs overlap young ones: a track of their own per worker
+        track = kOldPlabTrackBase + p.tid;
+        if (!pseudo_named_[track]) {
+          pseudo_named_[track] = true;
+          std::string owner = u(p.tid);
+          for (const auto& t : reader_.threads())
+            if (t.tid == p.tid) owner = t.name;
+          name_thread(track, owner + " old-gen PLABs", 1);
+        }
+      }
+      emit("{\"ph\": \"X\", \"cat\": \"plab\", \"name\": \"PLAB " + std::string(p.dest ? "old" : "young") +
+           "\", \"pid\": " + u(pid_) + ", \"tid\": " + u(track) + ", \"ts\": " + ts(p.ts) +
+           ", \"dur\": " + ts(origin_ + (e.ts_ns - p.ts)) + ", \"args\": {\"gc_id\": " + u(p.gc_id) +
+           ", \"plab_start\": " + hex(a[1]) + ", \"plab_bytes\": " + u(p.bytes) + ", \"used_bytes\": " + u(a[3]) +
+           ", \"wasted_bytes\": " + u(a[4]) + ", \"retired_by_tid\": " + u(tid(e.thread)) + "}}");
+      plabs_.erase(it);
+      break;
+    }
+    case JT_PROMOTE_DIRECT:
+      emit("{\"ph\": \"i\", \"s\": \"t\", \"cat\": \"plab\", \"name\": \"promoted outside PLABs\", " + where +
+           ", \"args\": {\"gc_id\": " + u(a[0]) + ", \"address\": " + hex(a[1]) + ", \"bytes\": " + u(a[2]) +
+           ", \"dest\": " + q(a[3] & 1 ? "old" : "young") + "}}");
+      break;
+  }
+}
+
+void PerfettoExport::finish() {
+  // A collection still running when the recording ended: a slice to its end, marked.
+  for (const auto& [id, g] : gcs_)
+    emit("{\"ph\": \"X\", \"cat\": \"gc\", \"name\": " +
+         q("GC " + u(id) + " " + reader_.strings()[g.name] + " (unfinished)") + ", \"pid\": " + u(pid_) +
+         ", \"tid\": " + u(g.kind == 2 ? kGcConcurrentTrack : kGcPauseTrack) + ", \"ts\": " + ts(g.ts) +
+         ", \"dur\": " + ts(origin_ + (last_ns_ > g.ts ? last_ns_ - g.ts : 0)) +
+         ", \"args\": {\"gc_id\": " + u(id) + ", \"unfinished\": true}}");
+  if (heap_known_ && heap_pending_) heap_counter(last_ns_, heap_used_);
+  if (rate_started_) rate_until(rate_bucket_ + interval_);  // the last, partial bucket
+  if (!header_) emit("{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 0, \"args\": {\"name\": \"empty trace\"}}");
+  out_("\n]}\n");
+}
+
+}  // namespace jvmtrace::analysis

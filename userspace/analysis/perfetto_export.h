@@ -1,0 +1,77 @@
+// A trace as Chrome's Trace Event Format (JSON), which ui.perfetto.dev and
+// chrome://tracing open: GC pauses as slices on a VM track, TLAB refills and
+// slow-path allocations on each mutator thread, PLABs on each GC worker,
+// counters for heap used and allocation rate.  docs/analysis.md has the
+// mapping, event by event.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "../trace_reader.h"
+
+namespace jvmtrace::analysis {
+
+// Pseudo thread ids for tracks that are not one real thread (real Linux
+// tids stay below 2^22 by default, pid_max's limit).
+constexpr uint32_t kGcPauseTrack = 1000000000;
+constexpr uint32_t kGcConcurrentTrack = 1000000001;
+constexpr uint32_t kOldPlabTrackBase = 1100000000;  // + the worker's tid
+
+class PerfettoExport {
+ public:
+  // out receives the JSON text in pieces; origin_ns is time zero.
+  PerfettoExport(const trace::TraceReader& reader, uint64_t origin_ns, std::function<void(const std::string&)> out,
+                 uint64_t rate_interval_ns);
+
+  void add(const trace::Record& r);
+  void finish();  // closes what is open at the end of the trace, ends the JSON
+
+  uint64_t events_written() const { return written_; }
+
+ private:
+  struct OpenSlow {
+    bool open = false;
+    uint64_t ts = 0, bytes = 0, klass = 0;
+  };
+  struct OpenPlab {
+    uint64_t ts = 0, gc_id = 0, bytes = 0, dest = 0;
+    uint32_t tid = 0;
+  };
+  struct OpenGc {
+    uint64_t ts = 0, used = 0, committed = 0, kind = 0, name = 0, cause = 0;
+  };
+
+  void emit(const std::string& event);
+  std::string ts(uint64_t ns) const;
+  uint32_t tid(uint32_t thread_index) const { return reader_.threads()[thread_index].tid; }
+  void name_thread(uint32_t tid, const std::string& name, int sort_index);
+  void heap_counter(uint64_t ns, uint64_t used);
+  void rate_until(uint64_t ns);
+
+  const trace::TraceReader& reader_;
+  uint64_t origin_;
+  std::function<void(const std::string&)> out_;
+  uint64_t interval_;
+  uint32_t pid_ = 0;
+  bool header_ = false;
+  uint64_t written_ = 0, last_ns_ = 0;
+  std::vector<bool> named_;  // thread index -> thread_name metadata written
+  std::map<uint32_t, bool> pseudo_named_;
+  std::unordered_map<uint32_t, OpenSlow> slow_;
+  std::map<uint64_t, OpenPlab> plabs_;  // by start address
+  std::map<uint64_t, OpenGc> gcs_;      // by id
+  // Heap used, reconstructed between pauses: the last pause's end plus
+  // what was allocated since (report --check verifies the sum).
+  bool heap_known_ = false;
+  uint64_t heap_used_ = 0, heap_last_emit_ = 0;
+  bool heap_pending_ = false;
+  // Allocation rate: bytes per interval.
+  bool rate_started_ = false;
+  uint64_t rate_bucket_ = 0, rate_bytes_ = 0;
+};
+
+}  // namespace jvmtrace::analysis
