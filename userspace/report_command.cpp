@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "analysis/consistency_check.h"
+#include "analysis/trace_summary.h"
 #include "cli.h"
 #include "dump_command.h"
 #include "trace_reader.h"
@@ -50,55 +51,7 @@ void usage(FILE* out) {
                "  jvmtrace report --html app.jvmtrace -o app.html\n");
 }
 
-struct Gc {
-  uint64_t id = 0, start_ns = 0, end_ns = 0, kind = 0;
-  uint64_t used_before = 0, used_after = 0, committed_after = 0;
-  std::string name, cause;
-  bool started = false, ended = false;
-  uint64_t plabs = 0, plab_bytes = 0, plab_waste = 0, direct = 0, direct_bytes = 0;
-};
-
-struct Stats {  // order statistics of a list of values
-  uint64_t n = 0, sum = 0, min = 0, p50 = 0, p99 = 0, max = 0;
-};
-Stats stats(std::vector<uint64_t>& v) {
-  Stats s;
-  if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
-  s.n = v.size();
-  for (uint64_t x : v) s.sum += x;
-  s.min = v.front();
-  s.max = v.back();
-  s.p50 = v[(v.size() - 1) / 2];
-  s.p99 = v[static_cast<size_t>(std::ceil(0.99 * v.size())) - 1];
-  return s;
-}
-// The same from counts[v] = how often value v occurred.
-Stats stats_of_counts(const uint64_t* counts, size_t n) {
-  Stats s;
-  for (size_t v = 0; v < n; v++) {
-    if (!counts[v]) continue;
-    if (!s.n) s.min = v;
-    s.max = v;
-    s.n += counts[v];
-    s.sum += counts[v] * v;
-  }
-  if (!s.n) return s;
-  const uint64_t i50 = (s.n - 1) / 2, i99 = static_cast<uint64_t>(std::ceil(0.99 * s.n)) - 1;
-  uint64_t seen = 0;
-  bool have50 = false;
-  for (size_t v = 0; v < n; v++) {
-    seen += counts[v];
-    if (!have50 && seen > i50) s.p50 = v, have50 = true;
-    if (seen > i99) {
-      s.p99 = v;
-      break;
-    }
-  }
-  return s;
-}
-
-std::string stats_json(const Stats& s) {
+std::string stats_json(const analysis::Stats& s) {
   char b[256];
   std::snprintf(b, sizeof b,
                 "{\"count\": %" PRIu64 ", \"sum\": %" PRIu64 ", \"min\": %" PRIu64 ", \"p50\": %" PRIu64
@@ -108,295 +61,142 @@ std::string stats_json(const Stats& s) {
 }
 
 
-struct Totals {
-  uint64_t refills = 0, tlab_bytes = 0, outside = 0, outside_bytes = 0;
-};
+std::string num(const std::string& s) { return s.empty() ? "null" : s; }
+std::string totals_json(const analysis::Totals& t) {
+  return "\"tlab_refills\": " + std::to_string(t.refills) + ", \"tlab_bytes\": " + std::to_string(t.tlab_bytes) +
+         ", \"outside_allocs\": " + std::to_string(t.outside) + ", \"outside_bytes\": " + std::to_string(t.outside_bytes);
+}
 
-class Report {
- public:
-  explicit Report(const trace::TraceReader& r) : r_(r) {}
-
-  void add(const trace::Record& rec) {
-    if (rec.type == trace::kLost) {
-      lost_ += rec.count;
-      return;
+void print_report(analysis::TraceSummary& sum, bool json, double interval, int top, const trace::ReadStatus& st) {
+  using analysis::Stats;
+  using analysis::Totals;
+  const analysis::Derived d = sum.derive(interval);
+  const double span_s = d.span_s, interval_s = d.interval_s, rate_from_s = d.rate_from_s;
+  const uint64_t origin = d.origin_ns;
+  const std::vector<double>& rate = d.rate;
+  const Stats &ev_bytes = d.event_bytes, &tlab = d.tlab, &outside = d.outside, &slow = d.slow;
+  const Stats* plab = d.plab;
+  const auto &classes = d.classes, &threads = d.threads;
+  if (json) {
+    std::string s = "{\"pid\": " + num(sum.reader.meta_value("pid")) + ", \"cmdline\": \"" +
+                    json_escape(sum.reader.meta_value("cmdline")) + "\", \"mode\": \"" + json_escape(sum.reader.meta_value("mode")) +
+                    "\", \"status\": \"" + json_escape(st.describe()) + "\", \"end\": \"" + json_escape(sum.end_text) +
+                    "\", \"events\": " + std::to_string(sum.events) + ", \"lost\": " + std::to_string(sum.lost) +
+                    ", \"span_s\": " + std::to_string(span_s) + ", \"events_by_probe\": {";
+    for (int p = 0; p < JT_PROBE_COUNT; p++)
+      s += std::string(p ? ", " : "") + "\"" + trace::probe_info(p).name + "\": " + std::to_string(sum.by_probe[p]);
+    s += "}, \"encoded_event_bytes\": " + stats_json(ev_bytes) + ", \"encoded_bytes_by_probe\": {";
+    for (int p = 0; p < JT_PROBE_COUNT; p++)
+      s += std::string(p ? ", " : "") + "\"" + trace::probe_info(p).name + "\": " + std::to_string(sum.probe_bytes[p]);
+    s += "}, \"file_bytes\": " + std::to_string(sum.reader.size()) + ", \"gcs\": [";
+    bool first = true;
+    for (const auto& [id, g] : sum.gcs) {
+      char b[512];
+      std::snprintf(b, sizeof b,
+                    "%s{\"id\": %" PRIu64 ", \"name\": \"%s\", \"cause\": \"%s\", \"kind\": \"%s\", \"start_s\": %.9f, "
+                    "\"duration_ms\": %s, \"heap_used_before\": %" PRIu64 ", \"heap_used_after\": %" PRIu64
+                    ", \"heap_committed\": %" PRIu64 ", \"plabs\": %" PRIu64 ", \"plab_bytes\": %" PRIu64
+                    ", \"plab_waste\": %" PRIu64 ", \"promoted_direct\": %" PRIu64 ", \"promoted_direct_bytes\": %" PRIu64 "}",
+                    first ? "" : ", ", id, json_escape(g.name).c_str(), json_escape(g.cause).c_str(), trace::gc_kind_name(g.kind),
+                    g.started ? static_cast<int64_t>(g.start_ns - origin) / 1e9 : -1.0,
+                    g.started && g.ended ? std::to_string((g.end_ns - g.start_ns) / 1e6).c_str() : "null",
+                    g.used_before, g.used_after, g.committed_after, g.plabs, g.plab_bytes, g.plab_waste, g.direct,
+                    g.direct_bytes);
+      s += b;
+      first = false;
     }
-    if (rec.type == trace::kEnd) {
-      end_text_ = rec.text;
-      end_ns_ = rec.ts_ns;
-      return;
+    s += "], \"tlab_size\": " + stats_json(tlab) + ", \"tlab_waste_bytes\": " + std::to_string(sum.tlab_waste) +
+         ", \"outside_tlab_size\": " + stats_json(outside) + ", \"slow_path_ns\": " + (sum.reader.meta_value("mode") == "stock" ? std::string("null") : stats_json(slow)) +
+         ", \"slow_path_outcomes\": {";
+    first = true;
+    for (const auto& [o, n] : sum.outcomes) {
+      s += std::string(first ? "" : ", ") + "\"" + trace::slow_outcome_name(o) + "\": " + std::to_string(n);
+      first = false;
     }
-    if (rec.type >= JT_PROBE_COUNT) return;
-    const trace::Event& e = rec.event;
-    if (!events_++) first_ns_ = e.ts_ns;
-    last_ns_ = std::max(last_ns_, e.ts_ns);
-    by_probe_[e.probe]++;
-    event_bytes_[rec.bytes < kMaxCounted ? rec.bytes : kMaxCounted]++;
-    probe_bytes_[e.probe] += rec.bytes;
-    const uint64_t* a = e.a;
-    switch (e.probe) {
-      case JT_TLAB_REFILL: {
-        tlab_sizes_.push_back(a[1]);
-        tlab_waste_ += a[5];
-        Totals& t = threads_[e.thread];
-        t.refills++;
-        t.tlab_bytes += a[1];
-        Totals& c = classes_[a[3]];
-        c.refills++;
-        c.tlab_bytes += a[1];
-        alloc_at(e.ts_ns, a[1]);
-        break;
-      }
-      case JT_ALLOC_SLOW_ENTER:
-        slow_[e.thread] = {e.ts_ns, a[1]};
-        break;
-      case JT_ALLOC_SLOW_EXIT: {
-        outcomes_[a[2]]++;
-        auto it = slow_.find(e.thread);
-        const bool outside = a[2] == 2 || a[2] == 4;
-        if (outside) {
-          outside_sizes_.push_back(a[1]);
-          Totals& t = threads_[e.thread];
-          t.outside++;
-          t.outside_bytes += a[1];
-          if (it != slow_.end()) {
-            Totals& c = classes_[it->second.klass];
-            c.outside++;
-            c.outside_bytes += a[1];
-          }
-          alloc_at(e.ts_ns, a[1]);
-        }
-        if (it != slow_.end()) {
-          slow_ns_.push_back(e.ts_ns - it->second.ts);
-          slow_.erase(it);
-        }
-        break;
-      }
-      case JT_GC_START: {
-        Gc& g = gc(a[0]);
-        g.started = true;
-        g.start_ns = e.ts_ns;
-        g.name = r_.strings()[a[1]];
-        g.cause = r_.strings()[a[2]];
-        g.kind = a[3];
-        g.used_before = a[4];
-        break;
-      }
-      case JT_GC_END: {
-        Gc& g = gc(a[0]);
-        g.ended = true;
-        g.end_ns = e.ts_ns;
-        if (g.name.empty()) g.name = r_.strings()[a[1]], g.cause = r_.strings()[a[2]], g.kind = a[3];
-        g.used_after = a[4];
-        g.committed_after = a[5];
-        break;
-      }
-      case JT_PLAB_ALLOC: {
-        plab_sizes_[a[3] & 1].push_back(a[2]);
-        Gc& g = gc(a[0]);
-        g.plabs++;
-        g.plab_bytes += a[2];
-        break;
-      }
-      case JT_PLAB_RETIRE:
-        plab_used_[a[5] & 1] += a[3];
-        plab_wasted_[a[5] & 1] += a[4];
-        gc(a[0]).plab_waste += a[4];
-        break;
-      case JT_PROMOTE_DIRECT: {
-        Gc& g = gc(a[0]);
-        g.direct++;
-        g.direct_bytes += a[2];
-        break;
-      }
-    }
-  }
-
-  void print(bool json, double interval_s, int top, const trace::ReadStatus& st) {
-    const double span_s = events_ ? (last_ns_ - first_ns_) / 1e9 : 0;
-    // Times are since the recording started, as in dump (or since the first
-    // event if the trace does not say when that was).
-    const uint64_t origin = trace_origin_ns(r_) ? trace_origin_ns(r_) : first_ns_;
-    if (!(interval_s > 0)) {
-      interval_s = span_s > 0 ? span_s / 20 : 1;
-      const double p = std::pow(10, std::floor(std::log10(interval_s)));
-      interval_s = std::ceil(interval_s / p) * p;  // 1, 2, .. 10 times a power of ten
-    }
-    // Buckets on the recording's clock, from the one holding the first event
-    // (a recording attached long before the program allocates starts quietly).
-    const double first_s = events_ ? static_cast<int64_t>(first_ns_ - origin) / 1e9 : 0;
-    const double rate_from_s = first_s > 0 ? std::floor(first_s / interval_s) * interval_s : 0;
-    std::vector<double> rate;  // bytes per bucket
-    for (const auto& [ts, bytes] : allocs_) {
-      const double t = static_cast<int64_t>(ts - origin) / 1e9 - rate_from_s;
-      const size_t b = t > 0 ? static_cast<size_t>(t / interval_s) : 0;
-      if (b >= rate.size()) rate.resize(b + 1);
-      rate[b] += bytes;
-    }
-    Stats ev_bytes = stats_of_counts(event_bytes_, kMaxCounted + 1);
-    Stats tlab = stats(tlab_sizes_), outside = stats(outside_sizes_), slow = stats(slow_ns_);
-    Stats plab[2] = {stats(plab_sizes_[0]), stats(plab_sizes_[1])};
-    std::vector<std::pair<uint64_t, Totals>> classes(classes_.begin(), classes_.end());
-    std::vector<std::pair<uint64_t, Totals>> threads(threads_.begin(), threads_.end());
-    auto by_bytes = [](const auto& x, const auto& y) {
-      const uint64_t bx = x.second.tlab_bytes + x.second.outside_bytes, by = y.second.tlab_bytes + y.second.outside_bytes;
-      return bx != by ? bx > by : x.first < y.first;
-    };
-    std::sort(classes.begin(), classes.end(), by_bytes);
-    std::sort(threads.begin(), threads.end(), by_bytes);
-    if (json) {
-      std::string s = "{\"pid\": " + num(r_.meta_value("pid")) + ", \"cmdline\": \"" +
-                      json_escape(r_.meta_value("cmdline")) + "\", \"mode\": \"" + json_escape(r_.meta_value("mode")) +
-                      "\", \"status\": \"" + json_escape(st.describe()) + "\", \"end\": \"" + json_escape(end_text_) +
-                      "\", \"events\": " + std::to_string(events_) + ", \"lost\": " + std::to_string(lost_) +
-                      ", \"span_s\": " + std::to_string(span_s) + ", \"events_by_probe\": {";
-      for (int p = 0; p < JT_PROBE_COUNT; p++)
-        s += std::string(p ? ", " : "") + "\"" + trace::probe_info(p).name + "\": " + std::to_string(by_probe_[p]);
-      s += "}, \"encoded_event_bytes\": " + stats_json(ev_bytes) + ", \"encoded_bytes_by_probe\": {";
-      for (int p = 0; p < JT_PROBE_COUNT; p++)
-        s += std::string(p ? ", " : "") + "\"" + trace::probe_info(p).name + "\": " + std::to_string(probe_bytes_[p]);
-      s += "}, \"file_bytes\": " + std::to_string(r_.size()) + ", \"gcs\": [";
-      bool first = true;
-      for (const auto& [id, g] : gcs_) {
-        char b[512];
-        std::snprintf(b, sizeof b,
-                      "%s{\"id\": %" PRIu64 ", \"name\": \"%s\", \"cause\": \"%s\", \"kind\": \"%s\", \"start_s\": %.9f, "
-                      "\"duration_ms\": %s, \"heap_used_before\": %" PRIu64 ", \"heap_used_after\": %" PRIu64
-                      ", \"heap_committed\": %" PRIu64 ", \"plabs\": %" PRIu64 ", \"plab_bytes\": %" PRIu64
-                      ", \"plab_waste\": %" PRIu64 ", \"promoted_direct\": %" PRIu64 ", \"promoted_direct_bytes\": %" PRIu64 "}",
-                      first ? "" : ", ", id, json_escape(g.name).c_str(), json_escape(g.cause).c_str(), trace::gc_kind_name(g.kind),
-                      g.started ? static_cast<int64_t>(g.start_ns - origin) / 1e9 : -1.0,
-                      g.started && g.ended ? std::to_string((g.end_ns - g.start_ns) / 1e6).c_str() : "null",
-                      g.used_before, g.used_after, g.committed_after, g.plabs, g.plab_bytes, g.plab_waste, g.direct,
-                      g.direct_bytes);
-        s += b;
-        first = false;
-      }
-      s += "], \"tlab_size\": " + stats_json(tlab) + ", \"tlab_waste_bytes\": " + std::to_string(tlab_waste_) +
-           ", \"outside_tlab_size\": " + stats_json(outside) + ", \"slow_path_ns\": " + (r_.meta_value("mode") == "stock" ? std::string("null") : stats_json(slow)) +
-           ", \"slow_path_outcomes\": {";
-      first = true;
-      for (const auto& [o, n] : outcomes_) {
-        s += std::string(first ? "" : ", ") + "\"" + trace::slow_outcome_name(o) + "\": " + std::to_string(n);
-        first = false;
-      }
-      s += "}, \"plab\": {";
-      for (int d = 0; d < 2; d++)
-        s += std::string(d ? ", " : "") + "\"" + (d ? "old" : "young") + "\": {\"size\": " + stats_json(plab[d]) +
-             ", \"used_bytes\": " + std::to_string(plab_used_[d]) + ", \"wasted_bytes\": " +
-             std::to_string(plab_wasted_[d]) + "}";
-      s += "}, \"allocation_rate\": {\"interval_s\": " + std::to_string(interval_s) + ", \"from_s\": " +
-           std::to_string(rate_from_s) + ", \"bytes\": [";
-      for (size_t i = 0; i < rate.size(); i++) s += (i ? ", " : "") + std::to_string(static_cast<uint64_t>(rate[i]));
-      s += "]}, \"classes\": [";
-      for (size_t i = 0; i < classes.size() && i < static_cast<size_t>(top); i++)
-        s += std::string(i ? ", " : "") + "{\"class\": \"" + json_escape(r_.classes()[classes[i].first]) + "\", " +
-             totals_json(classes[i].second) + "}";
-      s += "], \"threads\": [";
-      for (size_t i = 0; i < threads.size() && i < static_cast<size_t>(top); i++) {
-        const auto& th = r_.threads()[threads[i].first];
-        s += std::string(i ? ", " : "") + "{\"tid\": " + std::to_string(th.tid) + ", \"name\": \"" +
-             json_escape(th.name) + "\", " + totals_json(threads[i].second) + "}";
-      }
-      s += "]}";
-      std::printf("%s\n", s.c_str());
-      return;
-    }
-    std::printf("jvmtrace report: PID %s, %s mode\n  %s\n", r_.meta_value("pid").c_str(), r_.meta_value("mode").c_str(),
-                r_.meta_value("cmdline").c_str());
-    if (!r_.meta_value("stock_coverage").empty())
-      std::printf("  stock mode records: %s\n", r_.meta_value("stock_coverage").c_str());
-    std::printf("  %" PRIu64 " events over %.3f s, %" PRIu64 " lost; trace %s%s%s\n", events_, span_s, lost_,
-                st.describe().c_str(), end_text_.empty() ? "" : "; ended: ", end_text_.c_str());
-    std::printf("  trace: %" PRIu64 " bytes, %.2f per event; an event record is %" PRIu64 " bytes at the median, %" PRIu64
-                " at p99\n",
-                r_.size(), events_ ? double(r_.size()) / events_ : 0.0, ev_bytes.p50, ev_bytes.p99);
-    std::printf("\nCollections (%zu):\n  %5s %-22s %-26s %-10s %10s %10s %12s %12s %7s %10s\n", gcs_.size(), "ID", "NAME",
-                "CAUSE", "KIND", "START(s)", "DUR(ms)", "USED_BEFORE", "USED_AFTER", "PLABS", "PLAB_KB");
-    for (const auto& [id, g] : gcs_) {
-      char dur[32] = "-";
-      if (g.started && g.ended) std::snprintf(dur, sizeof dur, "%.3f", (g.end_ns - g.start_ns) / 1e6);
-      std::printf("  %5" PRIu64 " %-22.22s %-26.26s %-10s %10.3f %10s %12" PRIu64 " %12" PRIu64 " %7" PRIu64 " %10" PRIu64 "\n", id,
-                  g.name.c_str(), g.cause.c_str(), trace::gc_kind_name(g.kind), g.started ? static_cast<int64_t>(g.start_ns - origin) / 1e9 : -1.0,
-                  dur, g.used_before, g.used_after, g.plabs, g.plab_bytes / 1024);
-    }
-    auto row = [](const char* what, const Stats& s, const char* unit) {
-      std::printf("  %-26s n=%-9" PRIu64 " total=%-14" PRIu64 " min=%-9" PRIu64 " p50=%-9" PRIu64 " p99=%-9" PRIu64
-                  " max=%" PRIu64 " %s\n",
-                  what, s.n, s.sum, s.min, s.p50, s.p99, s.max, unit);
-    };
-    std::printf("\nAllocation:\n");
-    const bool stock = r_.meta_value("mode") == "stock";
-    row("TLAB sizes", tlab, "bytes");
-    if (stock) std::printf("  %-26s not known in stock mode\n", "TLAB waste");
-    else std::printf("  %-26s %" PRIu64 " bytes retired unused\n", "TLAB waste", tlab_waste_);
-    row("outside-TLAB objects", outside, "bytes");
-    if (stock) std::printf("  %-26s not observable in stock mode\n", "slow path (enter->exit)");
-    else row("slow path (enter->exit)", slow, "ns");
-    std::printf("  %-26s", "slow path outcomes");
-    for (const auto& [o, n] : outcomes_) std::printf(" %s=%" PRIu64, trace::slow_outcome_name(o), n);
-    std::printf("\n\nPromotion:\n");
-    row("PLAB sizes, young", plab[0], "bytes");
-    row("PLAB sizes, old", plab[1], "bytes");
-    std::printf("  %-26s used=%" PRIu64 " wasted=%" PRIu64 " (young) used=%" PRIu64 " wasted=%" PRIu64 " (old) bytes\n",
-                "PLAB retire", plab_used_[0], plab_wasted_[0], plab_used_[1], plab_wasted_[1]);
-    std::printf("\nAllocation rate (TLAB + outside-TLAB bytes), %.3g s steps:\n", interval_s);
-    double peak = 0;
-    for (double x : rate) peak = std::max(peak, x);
-    for (size_t i = 0; i < rate.size(); i++) {
-      const int bar = peak > 0 ? static_cast<int>(40 * rate[i] / peak + 0.5) : 0;
-      std::printf("  %9.3f s %10.1f MB/s |%-40s|\n", rate_from_s + i * interval_s, rate[i] / interval_s / 1e6, std::string(bar, '*').c_str());
-    }
-    std::printf("\nTop classes (TLAB bytes: the refilling allocation's class, a byte-weighted sample; outside: exact):\n");
-    std::printf("  %-40s %9s %14s %9s %14s\n", "CLASS", "REFILLS", "TLAB_BYTES", "OUTSIDE", "OUTSIDE_BYTES");
-    for (size_t i = 0; i < classes.size() && i < static_cast<size_t>(top); i++) {
-      const Totals& t = classes[i].second;
-      std::printf("  %-40.40s %9" PRIu64 " %14" PRIu64 " %9" PRIu64 " %14" PRIu64 "\n", r_.classes()[classes[i].first].c_str(),
-                  t.refills, t.tlab_bytes, t.outside, t.outside_bytes);
-    }
-    std::printf("\nTop threads:\n  %-8s %-24s %9s %14s %9s %14s\n", "TID", "NAME", "REFILLS", "TLAB_BYTES", "OUTSIDE",
-                "OUTSIDE_BYTES");
+    s += "}, \"plab\": {";
+    for (int d = 0; d < 2; d++)
+      s += std::string(d ? ", " : "") + "\"" + (d ? "old" : "young") + "\": {\"size\": " + stats_json(plab[d]) +
+           ", \"used_bytes\": " + std::to_string(sum.plab_used[d]) + ", \"wasted_bytes\": " +
+           std::to_string(sum.plab_wasted[d]) + "}";
+    s += "}, \"allocation_rate\": {\"interval_s\": " + std::to_string(interval_s) + ", \"from_s\": " +
+         std::to_string(rate_from_s) + ", \"bytes\": [";
+    for (size_t i = 0; i < rate.size(); i++) s += (i ? ", " : "") + std::to_string(static_cast<uint64_t>(rate[i]));
+    s += "]}, \"classes\": [";
+    for (size_t i = 0; i < classes.size() && i < static_cast<size_t>(top); i++)
+      s += std::string(i ? ", " : "") + "{\"class\": \"" + json_escape(sum.reader.classes()[classes[i].first]) + "\", " +
+           totals_json(classes[i].second) + "}";
+    s += "], \"threads\": [";
     for (size_t i = 0; i < threads.size() && i < static_cast<size_t>(top); i++) {
-      const Totals& t = threads[i].second;
-      const auto& th = r_.threads()[threads[i].first];
-      std::printf("  %-8u %-24.24s %9" PRIu64 " %14" PRIu64 " %9" PRIu64 " %14" PRIu64 "\n", th.tid, th.name.c_str(), t.refills,
-                  t.tlab_bytes, t.outside, t.outside_bytes);
+      const auto& th = sum.reader.threads()[threads[i].first];
+      s += std::string(i ? ", " : "") + "{\"tid\": " + std::to_string(th.tid) + ", \"name\": \"" +
+           json_escape(th.name) + "\", " + totals_json(threads[i].second) + "}";
     }
+    s += "]}";
+    std::printf("%s\n", s.c_str());
+    return;
   }
-
- private:
-  Gc& gc(uint64_t id) {
-    Gc& g = gcs_[id];
-    g.id = id;
-    return g;
+  std::printf("jvmtrace report: PID %s, %s mode\n  %s\n", sum.reader.meta_value("pid").c_str(), sum.reader.meta_value("mode").c_str(),
+              sum.reader.meta_value("cmdline").c_str());
+  if (!sum.reader.meta_value("stock_coverage").empty())
+    std::printf("  stock mode records: %s\n", sum.reader.meta_value("stock_coverage").c_str());
+  std::printf("  %" PRIu64 " events over %.3f s, %" PRIu64 " lost; trace %s%s%s\n", sum.events, span_s, sum.lost,
+              st.describe().c_str(), sum.end_text.empty() ? "" : "; ended: ", sum.end_text.c_str());
+  std::printf("  trace: %" PRIu64 " bytes, %.2f per event; an event record is %" PRIu64 " bytes at the median, %" PRIu64
+              " at p99\n",
+              sum.reader.size(), sum.events ? double(sum.reader.size()) / sum.events : 0.0, ev_bytes.p50, ev_bytes.p99);
+  std::printf("\nCollections (%zu):\n  %5s %-22s %-26s %-10s %10s %10s %12s %12s %7s %10s\n", sum.gcs.size(), "ID", "NAME",
+              "CAUSE", "KIND", "START(s)", "DUR(ms)", "USED_BEFORE", "USED_AFTER", "PLABS", "PLAB_KB");
+  for (const auto& [id, g] : sum.gcs) {
+    char dur[32] = "-";
+    if (g.started && g.ended) std::snprintf(dur, sizeof dur, "%.3f", (g.end_ns - g.start_ns) / 1e6);
+    std::printf("  %5" PRIu64 " %-22.22s %-26.26s %-10s %10.3f %10s %12" PRIu64 " %12" PRIu64 " %7" PRIu64 " %10" PRIu64 "\n", id,
+                g.name.c_str(), g.cause.c_str(), trace::gc_kind_name(g.kind), g.started ? static_cast<int64_t>(g.start_ns - origin) / 1e9 : -1.0,
+                dur, g.used_before, g.used_after, g.plabs, g.plab_bytes / 1024);
   }
-  void alloc_at(uint64_t ts, uint64_t bytes) { allocs_.emplace_back(ts, bytes); }
-  static std::string num(const std::string& s) { return s.empty() ? "null" : s; }
-  static std::string totals_json(const Totals& t) {
-    return "\"tlab_refills\": " + std::to_string(t.refills) + ", \"tlab_bytes\": " + std::to_string(t.tlab_bytes) +
-           ", \"outside_allocs\": " + std::to_string(t.outside) + ", \"outside_bytes\": " + std::to_string(t.outside_bytes);
-  }
-
-  struct SlowStart {
-    uint64_t ts, klass;
+  auto row = [](const char* what, const Stats& s, const char* unit) {
+    std::printf("  %-26s n=%-9" PRIu64 " total=%-14" PRIu64 " min=%-9" PRIu64 " p50=%-9" PRIu64 " p99=%-9" PRIu64
+                " max=%" PRIu64 " %s\n",
+                what, s.n, s.sum, s.min, s.p50, s.p99, s.max, unit);
   };
-  const trace::TraceReader& r_;
-  uint64_t events_ = 0, lost_ = 0, first_ns_ = 0, last_ns_ = 0, end_ns_ = 0, tlab_waste_ = 0;
-  uint64_t by_probe_[JT_PROBE_COUNT] = {}, probe_bytes_[JT_PROBE_COUNT] = {};
-  // Encoded sizes as counts, not a list: report's memory must not grow with
-  // the trace (an event record is a few bytes; the last slot holds larger ones).
-  static constexpr uint32_t kMaxCounted = 255;
-  uint64_t event_bytes_[kMaxCounted + 1] = {};
-  uint64_t plab_used_[2] = {}, plab_wasted_[2] = {};
-  std::string end_text_;
-  std::vector<uint64_t> tlab_sizes_, outside_sizes_, slow_ns_, plab_sizes_[2];
-  std::vector<std::pair<uint64_t, uint64_t>> allocs_;
-  std::map<uint64_t, Gc> gcs_;
-  std::map<uint64_t, uint64_t> outcomes_;
-  std::unordered_map<uint32_t, SlowStart> slow_;
-  std::unordered_map<uint64_t, Totals> classes_;
-  std::unordered_map<uint32_t, Totals> threads_;
-};
+  std::printf("\nAllocation:\n");
+  const bool stock = sum.reader.meta_value("mode") == "stock";
+  row("TLAB sizes", tlab, "bytes");
+  if (stock) std::printf("  %-26s not known in stock mode\n", "TLAB waste");
+  else std::printf("  %-26s %" PRIu64 " bytes retired unused\n", "TLAB waste", sum.tlab_waste);
+  row("outside-TLAB objects", outside, "bytes");
+  if (stock) std::printf("  %-26s not observable in stock mode\n", "slow path (enter->exit)");
+  else row("slow path (enter->exit)", slow, "ns");
+  std::printf("  %-26s", "slow path outcomes");
+  for (const auto& [o, n] : sum.outcomes) std::printf(" %s=%" PRIu64, trace::slow_outcome_name(o), n);
+  std::printf("\n\nPromotion:\n");
+  row("PLAB sizes, young", plab[0], "bytes");
+  row("PLAB sizes, old", plab[1], "bytes");
+  std::printf("  %-26s used=%" PRIu64 " wasted=%" PRIu64 " (young) used=%" PRIu64 " wasted=%" PRIu64 " (old) bytes\n",
+              "PLAB retire", sum.plab_used[0], sum.plab_wasted[0], sum.plab_used[1], sum.plab_wasted[1]);
+  std::printf("\nAllocation rate (TLAB + outside-TLAB bytes), %.3g s steps:\n", interval_s);
+  double peak = 0;
+  for (double x : rate) peak = std::max(peak, x);
+  for (size_t i = 0; i < rate.size(); i++) {
+    const int bar = peak > 0 ? static_cast<int>(40 * rate[i] / peak + 0.5) : 0;
+    std::printf("  %9.3f s %10.1f MB/s |%-40s|\n", rate_from_s + i * interval_s, rate[i] / interval_s / 1e6, std::string(bar, '*').c_str());
+  }
+  std::printf("\nTop classes (TLAB bytes: the refilling allocation's class, a byte-weighted sample; outside: exact):\n");
+  std::printf("  %-40s %9s %14s %9s %14s\n", "CLASS", "REFILLS", "TLAB_BYTES", "OUTSIDE", "OUTSIDE_BYTES");
+  for (size_t i = 0; i < classes.size() && i < static_cast<size_t>(top); i++) {
+    const Totals& t = classes[i].second;
+    std::printf("  %-40.40s %9" PRIu64 " %14" PRIu64 " %9" PRIu64 " %14" PRIu64 "\n", sum.reader.classes()[classes[i].first].c_str(),
+                t.refills, t.tlab_bytes, t.outside, t.outside_bytes);
+  }
+  std::printf("\nTop threads:\n  %-8s %-24s %9s %14s %9s %14s\n", "TID", "NAME", "REFILLS", "TLAB_BYTES", "OUTSIDE",
+              "OUTSIDE_BYTES");
+  for (size_t i = 0; i < threads.size() && i < static_cast<size_t>(top); i++) {
+    const Totals& t = threads[i].second;
+    const auto& th = sum.reader.threads()[threads[i].first];
+    std::printf("  %-8u %-24.24s %9" PRIu64 " %14" PRIu64 " %9" PRIu64 " %14" PRIu64 "\n", th.tid, th.name.c_str(), t.refills,
+                t.tlab_bytes, t.outside, t.outside_bytes);
+  }
+}
+
 
 // report --check: the replay's verdict, then each violation with its offset.
 int check(const trace::TraceReader& reader, const trace::ReadStatus& st, const analysis::ConsistencyCheck& ck,
@@ -539,9 +339,9 @@ int report_command(int argc, char** argv) {
     ck.finish();
     return check(reader, st, ck, json, argv[optind]);
   }
-  Report report(reader);
-  const trace::ReadStatus st = reader.read([&](const trace::Record& r, uint64_t) { report.add(r); });
-  report.print(json, interval, static_cast<int>(top), st);
+  analysis::TraceSummary summary(reader);
+  const trace::ReadStatus st = reader.read([&](const trace::Record& r, uint64_t) { summary.add(r); });
+  print_report(summary, json, interval, static_cast<int>(top), st);
   std::fflush(stdout);
   if (st.kind != trace::ReadStatus::kComplete)
     std::fprintf(stderr, "jvmtrace report: %s: %s\n", argv[optind], st.describe().c_str());
