@@ -8,7 +8,8 @@ set -euo pipefail
 
 runtime=(build-essential cmake pkg-config clang llvm libclang-rt-14-dev libbpf-dev libelf-dev zlib1g-dev
          bpftool bpftrace systemtap-sdt-dev binutils bc
-         openjdk-17-jdk-headless python3 python3-pytest)
+         openjdk-17-jdk-headless python3 python3-pytest
+         chromium python3-pil)  # chromium, python3-pil: the HTML report's rendering test
 jdk_build=(autoconf zip unzip file ccache dpkg-dev
            libcups2-dev libasound2-dev libfontconfig1-dev libfreetype-dev
            libx11-dev libxext-dev libxrender-dev libxrandr-dev libxtst-dev libxt-dev)

@@ -4,9 +4,12 @@ deliberate damage at the damaged record's offset; `export --perfetto`,
 `report --html` and the flame graphs are checked against the same traces."""
 import gzip
 import json
+import re
 import subprocess
+from html.parser import HTMLParser
 
 import pytest
+from PIL import Image
 
 from conftest import BUILD_DIR
 from test_jvm_probes import java_cmd
@@ -269,3 +272,86 @@ def test_perfetto_export_to_a_full_disk_fails_cleanly(traces, tmp_path):
         assert list(mnt.iterdir()) == []
     finally:
         subprocess.run(["umount", str(mnt)], check=True)
+
+
+# --- report --html -----------------------------------------------------------
+
+ARTIFACTS = BUILD_DIR / "test-artifacts"
+PLOTS = ["plot-gc-pauses", "plot-heap", "plot-alloc-rate", "plot-tlab-sizes", "plot-plab-sizes", "plot-top-classes",
+         "plot-top-threads"]
+
+
+class Marks(HTMLParser):
+    """Per figure id: the attributes and <title> text of every SVG element of class "mark"."""
+
+    def __init__(self):
+        super().__init__()
+        self.figures, self.stack, self.current, self.title_of = {}, [], None, None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "figure":
+            self.current = a.get("id")
+            self.figures[self.current] = []
+        elif self.current and "mark" in a.get("class", "").split():
+            self.figures[self.current].append({"tag": tag, **a, "title": ""})
+            self.title_of = self.figures[self.current][-1]
+        elif tag == "title":
+            self.stack.append(self.title_of)
+
+    def handle_endtag(self, tag):
+        if tag == "figure":
+            self.current = None
+        elif tag == "title" and self.stack:
+            self.stack.pop()
+
+    def handle_data(self, data):
+        if self.stack and self.stack[-1] is not None:
+            self.stack[-1]["title"] += data
+
+
+def chromium(*args):
+    return subprocess.run(["chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                           *map(str, args)], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("name", ["g1", "stock"])
+def test_html_report_renders_in_chromium_with_every_plot(traces, tmp_path, name):
+    page = tmp_path / f"{name}.html"
+    r = jvmtrace("report", "--html", traces[name], "-o", page)
+    assert r.returncode == 0, r.stderr
+    text = page.read_text()
+    # Self-contained: no script, nothing fetched (the only URL is SVG's namespace).
+    assert "<script" not in text and "src=" not in text and "href=" not in text
+    assert set(re.findall(r"https?://[^\"' ]+", text)) <= {"http://www.w3.org/2000/svg"}
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / f"report-{name}.png"
+    shot.unlink(missing_ok=True)
+    r = chromium("--window-size=1000,2600", f"--screenshot={shot}", page.as_uri())
+    assert shot.exists(), r.stderr[-2000:]
+    img = Image.open(shot).convert("L")
+    lo, hi = img.getextrema()
+    assert img.size == (1000, 2600) and hi - lo > 100, "the screenshot is blank"
+    dom = chromium("--dump-dom", page.as_uri())
+    assert dom.returncode == 0 and "<figure" in dom.stdout
+    m = Marks()
+    m.feed(dom.stdout)
+    report = json.loads(jvmtrace("report", "--json", traces[name]).stdout)
+    absent = {"plot-heap", "plot-plab-sizes"} if name == "stock" else set()  # stock HotSpot passes neither
+    for plot in PLOTS:
+        assert plot in m.figures, plot
+        marks = m.figures[plot]
+        if plot in absent:
+            assert marks == [] and "stock mode" in dom.stdout
+            continue
+        assert marks, f"{plot} is empty"
+        for mk in marks:  # every mark has a size or a path
+            assert float(mk.get("width", 1)) > 0 and float(mk.get("height", 1)) > 0 and mk.get("d", "M") != "", mk
+    # The plots show the trace's figures: a bar per pause, TLAB bars adding up to the refills.
+    pauses = [g for g in report["gcs"] if g["kind"] != "concurrent" and g["duration_ms"] is not None]
+    assert len(m.figures["plot-gc-pauses"]) == len(pauses) >= 3
+    counts = [int(t["title"].split()[0]) for t in m.figures["plot-tlab-sizes"]]
+    assert sum(counts) == report["tlab_size"]["count"] > 100
+    classes = [t["title"].split(":")[0] for t in m.figures["plot-top-classes"]]
+    assert classes == [c["class"] for c in report["classes"]][:len(classes)] and len(classes) >= 3

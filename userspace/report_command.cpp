@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "analysis/consistency_check.h"
+#include "analysis/html_report.h"
+#include "analysis/output_file.h"
 #include "analysis/trace_summary.h"
 #include "cli.h"
 #include "dump_command.h"
@@ -341,7 +343,24 @@ int report_command(int argc, char** argv) {
   }
   analysis::TraceSummary summary(reader);
   const trace::ReadStatus st = reader.read([&](const trace::Record& r, uint64_t) { summary.add(r); });
-  print_report(summary, json, interval, static_cast<int>(top), st);
+  if (html) {
+    const analysis::Derived d = summary.derive(interval);
+    analysis::OutputFile out;
+    if (!out.open(output, false, &error)) {
+      std::fprintf(stderr, "jvmtrace report: %s\n", error.c_str());
+      return 1;
+    }
+    out.write(analysis::html_report(summary, d, st, static_cast<int>(top)));
+    if (!out.close(&error)) {
+      std::fprintf(stderr, "jvmtrace report: %s\n", error.c_str());
+      return 1;
+    }
+    if (output != "-")
+      std::fprintf(stderr, "jvmtrace report: wrote %s (%llu bytes)\n", output.c_str(),
+                   static_cast<unsigned long long>(out.bytes_in()));
+  } else {
+    print_report(summary, json, interval, static_cast<int>(top), st);
+  }
   std::fflush(stdout);
   if (st.kind != trace::ReadStatus::kComplete)
     std::fprintf(stderr, "jvmtrace report: %s: %s\n", argv[optind], st.describe().c_str());

@@ -1,0 +1,13 @@
+// report --html: one self-contained page (inline CSS and SVG, no script, no
+// network) with the GC pause timeline, heap used over time, allocation rate,
+// TLAB and PLAB size histograms, and the top classes and threads.
+#pragma once
+#include <string>
+
+#include "trace_summary.h"
+
+namespace jvmtrace::analysis {
+
+std::string html_report(TraceSummary& sum, const Derived& d, const trace::ReadStatus& st, int top);
+
+}  // namespace jvmtrace::analysis
