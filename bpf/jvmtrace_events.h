@@ -33,8 +33,14 @@ struct jt_event {
 	__u32 tid;                      /* the firing thread's kernel tid */
 	__u16 probe;                    /* enum jt_probe */
 	__u16 nargs;                    /* valid entries of args[] */
-	__u64 args[JT_EVENT_MAX_ARGS];
+	__u64 args[JT_EVENT_MAX_ARGS + 1]; /* + a stack id, see JT_EVENT_HAS_STACK */
 };
+
+/* record --stacks: probe | JT_EVENT_HAS_STACK means args[nargs] holds the
+ * user stack's id in the program's stack map (negative: none captured). */
+#define JT_EVENT_HAS_STACK 0x8000
+/* Frames kept per stack (the innermost ones). */
+#define JT_STACK_DEPTH 64
 
 /* Ring buffer bytes one event of n arguments takes (the kernel adds an
  * 8-byte header and rounds to 8). */

@@ -10,17 +10,32 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+/* record --stacks: user stacks at TLAB refills and slow-path entries, by id
+ * (user space reads each id once).  Sized by user space before load. */
+const volatile bool capture_stacks = false;
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, JT_STACK_DEPTH * sizeof(__u64));
+} stacks SEC(".maps");
+
 /* name_arg1/2: arguments holding the address of a name (a class's, a GC's,
  * a cause's), or -1. */
 static __always_inline int emit(struct pt_regs *ctx, __u16 probe, const int nargs, const int name_arg1,
-				const int name_arg2)
+				const int name_arg2, const bool stack)
 {
-	struct jt_event *e = event_reserve(probe, nargs);
+	const bool with_stack = stack && capture_stacks;
+	struct jt_event *e = event_reserve(with_stack ? probe | JT_EVENT_HAS_STACK : probe, with_stack ? nargs + 1 : nargs);
 	bool wake = false;
 	long v;
 
 	if (!e)
 		return 0;
+	if (with_stack) {
+		e->nargs = nargs;
+		e->args[nargs] = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+	}
 	for (int i = 0; i < nargs; i++) {
 		v = 0;
 		bpf_usdt_arg(ctx, i, &v);
@@ -38,11 +53,11 @@ static __always_inline int emit(struct pt_regs *ctx, __u16 probe, const int narg
 
 /* The count is each probe's arguments minus the trailing tid; then where
  * name addresses are. */
-SEC("usdt") int tlab__refill(struct pt_regs *ctx) { return emit(ctx, JT_TLAB_REFILL, 6, 3, -1); }
-SEC("usdt") int alloc__slow__enter(struct pt_regs *ctx) { return emit(ctx, JT_ALLOC_SLOW_ENTER, 3, 1, -1); }
-SEC("usdt") int alloc__slow__exit(struct pt_regs *ctx) { return emit(ctx, JT_ALLOC_SLOW_EXIT, 4, -1, -1); }
-SEC("usdt") int gc__start(struct pt_regs *ctx) { return emit(ctx, JT_GC_START, 6, 1, 2); }
-SEC("usdt") int gc__end(struct pt_regs *ctx) { return emit(ctx, JT_GC_END, 6, 1, 2); }
-SEC("usdt") int plab__alloc(struct pt_regs *ctx) { return emit(ctx, JT_PLAB_ALLOC, 4, -1, -1); }
-SEC("usdt") int plab__retire(struct pt_regs *ctx) { return emit(ctx, JT_PLAB_RETIRE, 6, -1, -1); }
-SEC("usdt") int promote__direct(struct pt_regs *ctx) { return emit(ctx, JT_PROMOTE_DIRECT, 4, -1, -1); }
+SEC("usdt") int tlab__refill(struct pt_regs *ctx) { return emit(ctx, JT_TLAB_REFILL, 6, 3, -1, true); }
+SEC("usdt") int alloc__slow__enter(struct pt_regs *ctx) { return emit(ctx, JT_ALLOC_SLOW_ENTER, 3, 1, -1, true); }
+SEC("usdt") int alloc__slow__exit(struct pt_regs *ctx) { return emit(ctx, JT_ALLOC_SLOW_EXIT, 4, -1, -1, false); }
+SEC("usdt") int gc__start(struct pt_regs *ctx) { return emit(ctx, JT_GC_START, 6, 1, 2, false); }
+SEC("usdt") int gc__end(struct pt_regs *ctx) { return emit(ctx, JT_GC_END, 6, 1, 2, false); }
+SEC("usdt") int plab__alloc(struct pt_regs *ctx) { return emit(ctx, JT_PLAB_ALLOC, 4, -1, -1, false); }
+SEC("usdt") int plab__retire(struct pt_regs *ctx) { return emit(ctx, JT_PLAB_RETIRE, 6, -1, -1, false); }
+SEC("usdt") int promote__direct(struct pt_regs *ctx) { return emit(ctx, JT_PROMOTE_DIRECT, 4, -1, -1, false); }

@@ -22,7 +22,8 @@ std::string demangle(const std::string& mangled) {
   return s;
 }
 
-bool ElfSymbols::load(const std::string& path, std::string* error) {
+bool ElfSymbols::load(const std::string& path, std::string* error, bool need_symtab) {
+  std::vector<Sym> dynamic;
   if (elf_version(EV_CURRENT) == EV_NONE) {
     *error = "libelf is unusable";
     return false;
@@ -65,17 +66,22 @@ bool ElfSymbols::load(const std::string& path, std::string* error) {
       values_.emplace(name, s.st_value);
       if (GELF_ST_TYPE(s.st_info) == STT_FUNC && sh.sh_type == SHT_SYMTAB)
         functions_.push_back({name, s.st_value, s.st_size});
+      else if (GELF_ST_TYPE(s.st_info) == STT_FUNC)
+        dynamic.push_back({name, s.st_value, s.st_size});
       else if (GELF_ST_TYPE(s.st_info) == STT_OBJECT && sh.sh_type == SHT_SYMTAB && std::strncmp(name, "_ZTV", 4) == 0)
         objects_.push_back({name, s.st_value, s.st_size});
     }
   }
   elf_end(elf);
   close(fd);
-  if (!have_symtab) {
+  if (!have_symtab && !need_symtab) {
+    functions_ = std::move(dynamic);  // a stripped library: its exported functions only
+  } else if (!have_symtab) {
     *error = path + " has no .symtab (stripped): stock mode needs HotSpot's own symbols";
     return false;
   }
   std::sort(objects_.begin(), objects_.end(), [](const Sym& a, const Sym& b) { return a.value < b.value; });
+  std::sort(functions_.begin(), functions_.end(), [](const Sym& a, const Sym& b) { return a.value < b.value; });
   return true;
 }
 
@@ -121,6 +127,24 @@ std::vector<std::pair<std::string, uint64_t>> ElfSymbols::vtables(const std::str
 uint64_t ElfSymbols::value(const std::string& mangled) const {
   auto it = values_.find(mangled);
   return it == values_.end() ? 0 : it->second;
+}
+
+std::string ElfSymbols::function_at(uint64_t vaddr) const {
+  auto it = std::upper_bound(functions_.begin(), functions_.end(), vaddr,
+                             [](uint64_t v, const Sym& s) { return v < s.value; });
+  if (it == functions_.begin()) return {};
+  --it;
+  if (vaddr >= it->value + std::max<uint64_t>(it->size, 1)) return {};
+  std::string name = demangle(it->name);
+  // "A::f(int) const" -> "A::f": the parameter list starts at the first '('
+  // outside template brackets.
+  int depth = 0;
+  for (size_t i = 0; i < name.size(); i++) {
+    if (name[i] == '<') depth++;
+    else if (name[i] == '>') depth--;
+    else if (name[i] == '(' && depth == 0 && i > 0) return name.substr(0, i);
+  }
+  return name;
 }
 
 std::string ElfSymbols::object_at(uint64_t vaddr, uint64_t* offset) const {

@@ -12,8 +12,10 @@ namespace jvmtrace {
 
 class ElfSymbols {
  public:
-  // False with *error if path is not a readable ELF file with symbols.
-  bool load(const std::string& path, std::string* error);
+  // False with *error if path is not a readable ELF file with symbols
+  // (with a .symtab, unless need_symtab is false: then a stripped library's
+  // exported functions are its functions).
+  bool load(const std::string& path, std::string* error, bool need_symtab = true);
 
   // The mangled name of the one function whose demangled name is
   // "qualified(...)", e.g. "AllocTracer::send_allocation_in_new_tlab".
@@ -23,6 +25,10 @@ class ElfSymbols {
 
   // A symbol's address in the file (st_value); 0 if there is none.
   uint64_t value(const std::string& mangled) const;
+
+  // The demangled name of the function that contains vaddr (its parameter
+  // list dropped), or empty.
+  std::string function_at(uint64_t vaddr) const;
 
   // The demangled name of the data object that contains vaddr, and the
   // offset into it; empty if none does.
@@ -40,7 +46,7 @@ class ElfSymbols {
     std::string name;
     uint64_t value, size;
   };
-  std::vector<Sym> functions_;
+  std::vector<Sym> functions_;  // sorted by value
   std::vector<Sym> objects_;  // sorted by value
   std::unordered_map<std::string, uint64_t> values_;
   uint64_t first_load_vaddr_ = 0;

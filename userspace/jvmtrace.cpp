@@ -5,6 +5,7 @@
 #include "daemon_command.h"
 #include "dump_command.h"
 #include "export_command.h"
+#include "flame_command.h"
 #include "record_command.h"
 #include "report_command.h"
 #include "stat_command.h"
@@ -21,6 +22,7 @@ void usage(FILE* out) {
                "  report  summarise a trace file: GCs, TLABs, PLABs, allocation rate, top classes;\n"
                "          --check replays it against HotSpot's invariants, --html draws it\n"
                "  export  a trace file as a Perfetto timeline (--perfetto)\n"
+               "  flame   an allocation flame graph of a trace recorded with --stacks\n"
                "  daemon  talk to jvmtraced: status, list, attach, detach\n"
                "Run 'jvmtrace COMMAND --help' for a command's options.\n"
                "EXAMPLES:\n"
@@ -44,6 +46,7 @@ int main(int argc, char** argv) {
   if (!std::strcmp(argv[1], "record")) return jvmtrace::record_command(argc - 1, argv + 1);
   if (!std::strcmp(argv[1], "dump")) return jvmtrace::dump_command(argc - 1, argv + 1);
   if (!std::strcmp(argv[1], "daemon")) return jvmtrace::daemon_command(argc - 1, argv + 1);
+  if (!std::strcmp(argv[1], "flame")) return jvmtrace::flame_command(argc - 1, argv + 1);
   if (!std::strcmp(argv[1], "export")) return jvmtrace::export_command(argc - 1, argv + 1);
   if (!std::strcmp(argv[1], "report")) return jvmtrace::report_command(argc - 1, argv + 1);
   std::fprintf(stderr, "jvmtrace: unknown command '%s'\n", argv[1]);

@@ -22,6 +22,11 @@
 #include "jvmtrace_events.h"
 #include "jvmtrace_record.skel.h"
 #include "jvmtrace_stock.skel.h"
+#include <bpf/bpf.h>
+
+#include <utility>
+
+#include "stack_symbolizer.h"
 #include "stock_attach.h"
 #include "target.h"
 #include "trace_writer.h"
@@ -44,13 +49,15 @@ struct Options {
   long keep = 0;        // segments kept (oldest deleted); 0: all
   bool verbose = false;
   int progress = -1;  // -1: when stderr is a terminal
+  bool stacks = false;
+  double perfmap_seconds = 2;
 };
 
 void usage(FILE* out) {
   std::fprintf(out,
                "USAGE: jvmtrace record -p PID -o FILE [-d SEC] [--mode auto|usdt|stock] [--buffer-mb N]\n"
                "                       [--segment-mb N] [--segment-seconds S] [--keep N] [--block-kb N]\n"
-               "                       [-q|--progress] [-v]\n"
+               "                       [--stacks [--perfmap-seconds S]] [-q|--progress] [-v]\n"
                "Records every jvmtrace probe hit of a JVM (TLAB refills, slow-path\n"
                "allocations, GCs, PLABs, direct promotions) into a compact trace file, until\n"
                "Ctrl-C, -d, or the JVM's exit.  Events the kernel could not queue are counted,\n"
@@ -70,6 +77,12 @@ void usage(FILE* out) {
                "      --mode MODE       usdt: the jvmtrace probes of a patched JVM; stock: uprobes on an\n"
                "                        unpatched HotSpot's own functions (fewer events: docs/stock-mode.md);\n"
                "                        auto (default): usdt if the JVM has the probes, else stock\n"
+               "      --stacks          also the user stack of each TLAB refill and slow-path entry, for\n"
+               "                        'jvmtrace flame' (usdt mode).  Java frames need the JVM started with\n"
+               "                        -XX:+PreserveFramePointer; they are named from its perf map, which\n"
+               "                        the recorder has the target's jcmd write (Compiler.perfmap)\n"
+               "      --perfmap-seconds S  --stacks: refresh the perf map every S seconds (default 2): JIT\n"
+               "                        code moves\n"
                "  -b, --binary PATH     the ELF file with the probes (default: PID's libjvm.so)\n"
                "  -v, --verbose         libbpf debug output\n"
                "Exit status: 0 recorded and ended cleanly; 1 error (the trace, if any, keeps what\n"
@@ -78,6 +91,7 @@ void usage(FILE* out) {
                "  jvmtrace record -p 4242 -o app.jvmtrace          # until Ctrl-C\n"
                "  jvmtrace record -p 4242 -o app.jvmtrace -d 60\n"
                "  jvmtrace record -p 4242 -o app.jvmtrace --mode stock   # an unpatched JVM\n"
+               "  jvmtrace record -p 4242 -o app.jvmtrace --stacks && jvmtrace flame app.jvmtrace -o app.svg\n"
                "  jvmtrace report app.jvmtrace\n");
 }
 
@@ -96,6 +110,9 @@ uint64_t clock_ns(clockid_t c) {
   clock_gettime(c, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
 }
+
+// Distinct user stacks the kernel keeps for --stacks (64 frames each: 8 MiB).
+constexpr uint32_t kStackMapEntries = 16384;
 
 struct SkelDelete {
   void operator()(jvmtrace_record* s) const { jvmtrace_record__destroy(s); }
@@ -118,16 +135,19 @@ class Recorder {
 
  private:
   void add(const jt_event& k, size_t size) {
-    if (k.probe >= JT_PROBE_COUNT || size < static_cast<size_t>(JT_EVENT_SIZE(k.nargs)) || k.nargs > JT_EVENT_MAX_ARGS) {
+    const bool has_stack = k.probe & JT_EVENT_HAS_STACK;
+    const uint16_t probe = k.probe & ~JT_EVENT_HAS_STACK;
+    if (probe >= JT_PROBE_COUNT || k.nargs > JT_EVENT_MAX_ARGS ||
+        size < static_cast<size_t>(JT_EVENT_SIZE(k.nargs + (has_stack ? 1 : 0)))) {
       malformed_++;
       return;
     }
     trace::Event e;
     e.ts_ns = k.ts_ns;
-    e.probe = k.probe;
+    e.probe = probe;
     e.thread = thread(k.tid);
     for (int i = 0; i < k.nargs; i++) e.a[i] = k.args[i];
-    switch (k.probe) {
+    switch (probe) {
       case JT_TLAB_REFILL:  // class name pointer, length at 3, 4
         e.a[3] = klass(k.args[3], k.args[4]);
         e.a[4] = 0;
@@ -147,6 +167,35 @@ class Recorder {
         break;
     }
     w_->event(e);
+    if (has_stack) w_->event_stack(stack(static_cast<int64_t>(k.args[k.nargs])));
+  }
+
+  // The trace's id for the kernel's stack id kid (reading and naming the
+  // stack the first time), or -1 when none was captured.
+  int64_t stack(int64_t kid) {
+    if (kid < 0 || stack_map_fd_ < 0) {
+      stacks_missing_++;
+      return -1;
+    }
+    auto it = stack_ids_.find(kid);
+    if (it != stack_ids_.end()) return it->second;
+    uint64_t ips[JT_STACK_DEPTH] = {};
+    const uint32_t key = static_cast<uint32_t>(kid);
+    if (bpf_map_lookup_elem(stack_map_fd_, &key, ips) != 0) {
+      stacks_missing_++;
+      return -1;
+    }
+    std::vector<uint64_t> frames;
+    const uint64_t unnamed = symbolizer_->unresolved_jit();
+    for (int i = 0; i < JT_STACK_DEPTH && ips[i]; i++)
+      frames.push_back(text(symbolizer_->frame(i == 0 ? ips[i] : ips[i] - 1)));  // a return address is past its call
+    if (frames.size() == JT_STACK_DEPTH) frames.push_back(text("[deeper frames not captured]"));
+    const int64_t id = w_->define_stack(frames);
+    stacks_defined_++;
+    // Code the perf map does not know yet: have it written again soon (the
+    // stack is named afresh once the map changes).
+    if (symbolizer_->unresolved_jit() != unnamed) unnamed_jit_seen_ = true;
+    return stack_ids_.emplace(kid, id).first->second;
   }
 
   // Stock GC events arrive as (tracer object, its vtable, cause number):
@@ -212,6 +261,10 @@ class Recorder {
     return strings_.emplace(addr, w_->define_string(s)).first->second;
   }
 
+  StackSymbolizer* symbolizer_ = nullptr;
+  int stack_map_fd_ = -1;
+  std::unordered_map<int64_t, int64_t> stack_ids_;  // kernel stack id -> trace stack id
+  bool unnamed_jit_seen_ = false;
   pid_t pid_;
   trace::TraceWriter* w_;
   std::unordered_map<uint32_t, uint32_t> threads_;
@@ -224,7 +277,13 @@ class Recorder {
   uint64_t next_gc_id_ = 0;
 
  public:
-  uint64_t malformed_ = 0;
+  void capture_stacks(StackSymbolizer* s, int map_fd) {
+    symbolizer_ = s;
+    stack_map_fd_ = map_fd;
+  }
+  void forget_stacks() { stack_ids_.clear(); }
+  bool take_unnamed_jit() { return std::exchange(unnamed_jit_seen_, false); }
+  uint64_t malformed_ = 0, stacks_defined_ = 0, stacks_missing_ = 0;
 };
 
 void print_progress(FILE* out, double secs, const trace::TraceWriter& w, bool final) {
@@ -247,6 +306,7 @@ int record_command(int argc, char** argv) {
       {"block-kb", required_argument, nullptr, 'k'},  {"mode", required_argument, nullptr, 'M'},
       {"segment-mb", required_argument, nullptr, 'S'}, {"keep", required_argument, nullptr, 'K'},
       {"segment-seconds", required_argument, nullptr, 'T'},
+      {"stacks", no_argument, nullptr, 's'},          {"perfmap-seconds", required_argument, nullptr, 'F'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   int c;
@@ -299,6 +359,13 @@ int record_command(int argc, char** argv) {
           return 2;
         }
         break;
+      case 's': o.stacks = true; break;
+      case 'F':
+        if (!parse_seconds(optarg, &o.perfmap_seconds) || o.perfmap_seconds < 0.2) {
+          std::fprintf(stderr, "jvmtrace record: --perfmap-seconds takes a number of seconds from 0.2, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
       case 'q': o.progress = 0; break;
       case 'P': o.progress = 1; break;
       case 'b': o.binary = optarg; break;
@@ -338,6 +405,11 @@ int record_command(int argc, char** argv) {
   const bool stock = o.mode == "stock" || (o.mode == "auto" && !target.has_probes);
   if (!stock && !target.has_probes) {
     print_no_probes("jvmtrace record", target, "Record it with --mode stock (or the default --mode auto).");
+    return 1;
+  }
+  if (stock && o.stacks) {
+    std::fprintf(stderr, "jvmtrace record: --stacks needs the jvmtrace probes (usdt mode); PID %d is recorded in "
+                 "stock mode (docs/analysis.md)\n", o.pid);
     return 1;
   }
   StockTarget stock_target;
@@ -381,6 +453,8 @@ int record_command(int argc, char** argv) {
     if (usdt_skel) {
       bpf_map__set_max_entries(usdt_skel->maps.events, static_cast<uint32_t>(ring_bytes));
       usdt_skel->rodata->wakeup_bytes = ring_bytes / 8;
+      usdt_skel->rodata->capture_stacks = o.stacks;
+      if (o.stacks) bpf_map__set_max_entries(usdt_skel->maps.stacks, kStackMapEntries);
       loaded = jvmtrace_record__load(usdt_skel.get());
       obj = usdt_skel->obj;
       events = usdt_skel->maps.events;
@@ -394,6 +468,23 @@ int record_command(int argc, char** argv) {
   }
 
   Recorder recorder(o.pid, &writer, stock ? &stock_target : nullptr);
+  // --stacks: the perf map first (jcmd takes ~0.5 s), so that the first
+  // stacks already have their Java frames' names.
+  std::unique_ptr<StackSymbolizer> symbolizer;
+  std::unique_ptr<PerfMapRefresher> refresher;
+  if (o.stacks) {
+    symbolizer = std::make_unique<StackSymbolizer>(o.pid);
+    refresher = std::make_unique<PerfMapRefresher>(o.pid, o.perfmap_seconds);
+    if (!refresher->problem().empty())
+      std::fprintf(stderr, "jvmtrace record: JIT-compiled Java frames will be unnamed: %s\n", refresher->problem().c_str());
+    else if (!refresher->run_now(10))
+      std::fprintf(stderr, "jvmtrace record: jcmd %d Compiler.perfmap failed; JIT-compiled frames may be unnamed\n", o.pid);
+    symbolizer->load_perf_map();
+    if (process_cmdline(o.pid).find("-XX:+PreserveFramePointer") == std::string::npos)
+      std::fprintf(stderr, "jvmtrace record: PID %d may run without -XX:+PreserveFramePointer: stacks will stop at "
+                   "the first JIT-compiled frame\n", o.pid);
+    recorder.capture_stacks(symbolizer.get(), bpf_map__fd(usdt_skel->maps.stacks));
+  }
   RingBuffer rb(ring_buffer__new(bpf_map__fd(events), &Recorder::on_event, &recorder, nullptr));
   if (!rb) {
     std::fprintf(stderr, "jvmtrace record: ring buffer: %s\n", std::strerror(errno));
@@ -410,6 +501,7 @@ int record_command(int argc, char** argv) {
               "\nstart_monotonic_ns=" + std::to_string(mono0) + "\nstart_realtime_ns=" + std::to_string(real0) +
               "\nring_buffer_bytes=" + std::to_string(ring_bytes) +
               (region_bytes ? "\nheap_region_bytes=" + std::to_string(region_bytes) : std::string()) +
+              (o.stacks ? "\nstacks=user" : "") +
               (stock ? std::string("\nstock_coverage=") + StockTarget::coverage() : std::string()) + "\n");
 
   Links links;
@@ -465,6 +557,9 @@ int record_command(int argc, char** argv) {
     note_drops();
     const double secs = std::chrono::duration<double>(now - start).count();
     writer.maybe_flush(clock_ns(CLOCK_MONOTONIC));
+    if (refresher && refresher->poll(clock_ns(CLOCK_MONOTONIC), recorder.take_unnamed_jit()) &&
+        symbolizer->load_perf_map())
+      recorder.forget_stacks();  // JIT code moved: name stacks afresh
     const bool full = o.segment_mb > 0 && writer.bytes_on_disk() >= o.segment_mb * (1 << 20);
     const bool old = o.segment_seconds > 0 && now - segment_started >= std::chrono::duration<double>(o.segment_seconds);
     if ((full || old) && !writer.failed()) {
@@ -507,6 +602,11 @@ int record_command(int argc, char** argv) {
                writer.events() ? double(writer.bytes_total()) / writer.events() : 0.0,
                (unsigned long long)writer.lost_total(),
                writer.lost_total() ? " (ring buffer full: try a larger --buffer-mb)" : "", o.output.c_str());
+  if (o.stacks)
+    std::fprintf(stderr, "jvmtrace record: %llu distinct stacks; %llu stack(s) not captured; %llu frame(s) in JIT "
+                 "code the perf map did not name\n",
+                 (unsigned long long)recorder.stacks_defined_, (unsigned long long)recorder.stacks_missing_,
+                 (unsigned long long)symbolizer->unresolved_jit());
   if (recorder.malformed_)
     std::fprintf(stderr, "jvmtrace record: %llu malformed kernel records ignored\n",
                  (unsigned long long)recorder.malformed_);

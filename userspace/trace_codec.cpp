@@ -218,6 +218,18 @@ void BlockCodec::put_meta(std::string* out, const std::string& lines) {
   put_text(out, lines, kMaxMetaLen);
 }
 
+void BlockCodec::put_stack(std::string* out, uint64_t id, const std::vector<uint64_t>& frames) {
+  out->push_back(static_cast<char>(kStack));
+  put_varint(out, id);
+  put_varint(out, frames.size());
+  for (uint64_t f : frames) put_varint(out, f);
+}
+
+void BlockCodec::put_event_stack(std::string* out, uint64_t stack_plus_one) {
+  out->push_back(static_cast<char>(kEventStack));
+  put_varint(out, stack_plus_one);
+}
+
 bool BlockCodec::get(const uint8_t** pp, const uint8_t* end, Record* r, const char** why) {
   const uint8_t* p = *pp;
   uint64_t v[6];
@@ -361,6 +373,18 @@ bool BlockCodec::get(const uint8_t** pp, const uint8_t* end, Record* r, const ch
       GET(r->count);
       GET(r->lost);
       if (!get_text(&p, end, kMaxNameLen, &r->text)) return fail("end record: text cut off");
+      break;
+    case kStack: {
+      uint64_t n;
+      GET(r->id);
+      GET(n);
+      if (n > kMaxStackFrames) return fail("stack record: too many frames");
+      r->frames.resize(n);
+      for (uint64_t i = 0; i < n; i++) GET(r->frames[i]);
+      break;
+    }
+    case kEventStack:
+      GET(r->id);
       break;
     default:
       return fail("unknown record type");

@@ -20,6 +20,7 @@ struct Record {
   uint64_t count = 0;     // kLost count, kEnd events
   uint64_t lost = 0;      // kEnd
   std::string text;       // names, kMeta lines, kEnd text
+  std::vector<uint64_t> frames;  // kStack: string ids, leaf first
   uint32_t bytes = 0;     // its encoded size (set by TraceReader)
   uint64_t offset = 0;    // its first byte in the file (set by TraceReader)
 };
@@ -37,6 +38,8 @@ class BlockCodec {
   static void put_thread(std::string* out, uint32_t index, uint32_t tid, const std::string& name);
   static void put_name(std::string* out, RecordType type, uint64_t id, const std::string& name);
   static void put_meta(std::string* out, const std::string& lines);
+  static void put_stack(std::string* out, uint64_t id, const std::vector<uint64_t>& frames);
+  static void put_event_stack(std::string* out, uint64_t stack_plus_one);
 
   // Decodes the record at *p (advanced past it).  On malformed input returns
   // false with *why set; *p then points at the record's first byte.

@@ -22,7 +22,8 @@ constexpr uint32_t kVersion = 1;
 constexpr size_t kFileHeaderSize = 16;
 constexpr char kBlockMagic[4] = {'J', 'T', 'B', 'K'};
 constexpr size_t kBlockHeaderSize = 28;
-constexpr uint32_t kMaxPayload = 16u << 20;  // a reader rejects larger blocks as corrupt
+constexpr uint32_t kMaxPayload = 16u << 20;
+constexpr uint64_t kMaxStackFrames = 1024;  // a reader rejects longer stack records as corrupt  // a reader rejects larger blocks as corrupt
 
 // Record types: the low 4 bits of a record's tag byte.  0..7 are events
 // (enum jt_probe); an event's high 4 bits hold its thread index + 1 when the
@@ -34,6 +35,8 @@ enum RecordType : uint8_t {
   kLost = 11,    // ts delta, varint count: events the kernel dropped since the last kLost
   kMeta = 12,    // varint len, "key=value\n" lines
   kEnd = 13,     // ts delta, varint reason, varint events, varint lost, varint len, text
+  kStack = 14,   // varint id, varint n, n x varint string id: a call stack, leaf first
+  kEventStack = 15,  // varint stack id + 1 (0: none captured): the preceding event's stack
 };
 
 // Why a recording ended (kEnd).

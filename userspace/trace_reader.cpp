@@ -126,9 +126,20 @@ bool TraceReader::check_record(const Record& r, std::string* why) const {
     }
     return true;
   }
+  if (r.type == kStack) {
+    for (uint64_t f : r.frames)
+      if (f >= strings_.size()) {
+        *why = "a stack frame of undefined string id " + std::to_string(f);
+        return false;
+      }
+  }
+  if (r.type == kEventStack && r.id > stacks_.size()) {
+    *why = "an event of undefined stack id " + std::to_string(r.id - 1);
+    return false;
+  }
   const size_t expected = r.type == kThread ? threads_.size() : r.type == kClass ? classes_.size()
-                          : r.type == kString ? strings_.size() : r.id;
-  if (r.id != expected && (r.type == kThread || r.type == kClass || r.type == kString)) {
+                          : r.type == kString ? strings_.size() : r.type == kStack ? stacks_.size() : r.id;
+  if (r.id != expected && (r.type == kThread || r.type == kClass || r.type == kString || r.type == kStack)) {
     *why = "a table entry with id " + std::to_string(r.id) + " where " + std::to_string(expected) + " was due";
     return false;
   }
@@ -177,11 +188,13 @@ ReadStatus TraceReader::read(const RecordFn& fn) {
     records.clear();
     const uint8_t* p = payload.data();
     const uint8_t* end = p + len;
-    const size_t threads0 = threads_.size(), classes0 = classes_.size(), strings0 = strings_.size();
+    const size_t threads0 = threads_.size(), classes0 = classes_.size(), strings0 = strings_.size(),
+                 stacks0 = stacks_.size();
     auto bad = [&](const std::string& why) {
       threads_.resize(threads0);  // definitions of a rejected block do not count
       classes_.resize(classes0);
       strings_.resize(strings0);
+      stacks_.resize(stacks0);
       return ReadStatus{ReadStatus::kCorrupt,
                         offset + kBlockHeaderSize + static_cast<uint64_t>(p - payload.data()), why};
     };
@@ -198,6 +211,7 @@ ReadStatus TraceReader::read(const RecordFn& fn) {
       if (r.type == kThread) threads_.push_back({static_cast<uint32_t>(r.tid), r.text});
       else if (r.type == kClass) classes_.push_back(r.text);
       else if (r.type == kString) strings_.push_back(r.text);
+      else if (r.type == kStack) stacks_.push_back(r.frames);
       else if (r.type == kEnd) {
         if (ended) return bad("a second end record");
         ended = true;

@@ -48,6 +48,7 @@ class TraceReader {
   const std::vector<ThreadInfo>& threads() const { return threads_; }
   const std::vector<std::string>& classes() const { return classes_; }
   const std::vector<std::string>& strings() const { return strings_; }
+  const std::vector<std::vector<uint64_t>>& stacks() const { return stacks_; }  // string ids, leaf first
   const std::string& meta() const { return meta_; }
   // The value of key in the meta record ("" if absent).
   std::string meta_value(const std::string& key) const;
@@ -65,6 +66,7 @@ class TraceReader {
   uint64_t size_ = 0, blocks_ = 0;
   std::vector<ThreadInfo> threads_;
   std::vector<std::string> classes_, strings_;
+  std::vector<std::vector<uint64_t>> stacks_;
   std::string meta_;
 };
 

@@ -97,6 +97,19 @@ uint32_t TraceWriter::define_string(const std::string& text) {
   return strings_++;
 }
 
+uint32_t TraceWriter::define_stack(const std::vector<uint64_t>& frames) {
+  stack_defs_.push_back(frames);
+  BlockCodec::put_stack(&payload_, stack_defs_.size() - 1, frames);
+  record_added(0);
+  return static_cast<uint32_t>(stack_defs_.size() - 1);
+}
+
+void TraceWriter::event_stack(int64_t stack) {
+  if (failed()) return;
+  BlockCodec::put_event_stack(&payload_, static_cast<uint64_t>(stack + 1));
+  record_added(0);
+}
+
 void TraceWriter::meta(const std::string& lines) {
   meta_ = lines;
   BlockCodec::put_meta(&payload_, lines);
@@ -192,6 +205,10 @@ bool TraceWriter::rotate(const std::string& path, uint64_t ts_ns) {
   }
   for (uint32_t i = 0; i < string_defs_.size(); i++) {
     BlockCodec::put_name(&payload_, kString, i, string_defs_[i]);
+    record_added(0);
+  }
+  for (uint32_t i = 0; i < stack_defs_.size(); i++) {
+    BlockCodec::put_stack(&payload_, i, stack_defs_[i]);
     record_added(0);
   }
   return true;

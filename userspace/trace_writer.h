@@ -28,6 +28,10 @@ class TraceWriter {
   uint32_t define_class(const std::string& name);
   uint32_t define_string(const std::string& text);
   void meta(const std::string& lines);
+  // A call stack (string ids of its frames, leaf first); ids 0, 1, 2, ...
+  uint32_t define_stack(const std::vector<uint64_t>& frames);
+  // The stack of the event just written (stack id, or -1: none captured).
+  void event_stack(int64_t stack);
 
   void event(const Event& e);
   void lost(uint64_t ts_ns, uint64_t count);
@@ -70,6 +74,7 @@ class TraceWriter {
   std::string meta_;
   std::vector<std::pair<uint32_t, std::string>> thread_defs_;
   std::vector<std::string> class_defs_, string_defs_;
+  std::vector<std::vector<uint64_t>> stack_defs_;
 };
 
 }  // namespace jvmtrace::trace

@@ -1,0 +1,56 @@
+// Allocation flame graphs from a trace recorded with --stacks: every TLAB
+// refill weighs its TLAB's bytes and every outside-TLAB object its own
+// bytes, on the user stack captured at the refill (or at the slow path's
+// entry), with the allocated class as the leaf frame (async-profiler's
+// convention: "Class_[i]" in a new TLAB, "Class_[k]" outside TLABs).  The
+// weights add up to exactly the trace's TLAB and outside-TLAB bytes.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "../trace_reader.h"
+
+namespace jvmtrace::analysis {
+
+class FlameGraph {
+ public:
+  FlameGraph(const trace::TraceReader& reader, bool thread_roots) : reader_(reader), thread_roots_(thread_roots) {}
+
+  void add(const trace::Record& r);
+  void finish();  // after the last record
+
+  // "root;...;leaf" -> bytes.
+  const std::map<std::string, uint64_t>& collapsed() const { return collapsed_; }
+  uint64_t total() const { return total_; }
+  uint64_t without_stack() const { return without_stack_; }  // bytes of events with no stack captured
+
+  std::string collapsed_text() const;
+  // A self-contained interactive SVG (click a frame to zoom, the title bar to
+  // reset; hover for figures).  title heads it.
+  std::string svg(const std::string& title) const;
+
+ private:
+  struct Pending {
+    bool open = false;
+    trace::Event event;
+  };
+  struct SlowEnter {
+    int64_t stack = -1;
+    uint64_t klass = 0;
+    bool open = false;
+  };
+  void flush_pending(int64_t stack);
+  void weigh(uint32_t thread, int64_t stack, const std::string& leaf, uint64_t bytes);
+
+  const trace::TraceReader& reader_;
+  bool thread_roots_;
+  Pending pending_;
+  std::unordered_map<uint32_t, SlowEnter> slow_;
+  std::map<std::string, uint64_t> collapsed_;
+  uint64_t total_ = 0, without_stack_ = 0;
+};
+
+}  // namespace jvmtrace::analysis

@@ -1,0 +1,4 @@
+#pragma once
+namespace jvmtrace {
+int flame_command(int argc, char** argv);
+}
