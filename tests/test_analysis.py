@@ -355,3 +355,88 @@ def test_html_report_renders_in_chromium_with_every_plot(traces, tmp_path, name)
     assert sum(counts) == report["tlab_size"]["count"] > 100
     classes = [t["title"].split(":")[0] for t in m.figures["plot-top-classes"]]
     assert classes == [c["class"] for c in report["classes"]][:len(classes)] and len(classes) >= 3
+
+
+# --- record --stacks and flame graphs ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def stack_trace(jdks, java_classes, tmp_path_factory):
+    d = tmp_path_factory.mktemp("stacks")
+    path = d / "stacks.jvmtrace"
+    cmd = java_cmd(jdks["patched"], java_classes, "G1", 64, "AllocWorker", 60_000_000)
+    cmd.insert(1, "-XX:+PreserveFramePointer")
+    run = record_run(cmd, path, "--stacks")
+    assert run.target_rc == 0, run.target_err
+    return path, run
+
+
+def flame_lines(path, *extra):
+    r = jvmtrace("flame", path, "-o", "-", "--collapsed", *extra)
+    lines = [l.rsplit(" ", 1) for l in r.stdout.splitlines()]
+    return r, [(stack.split(";"), int(n)) for stack, n in lines]
+
+
+def test_flame_graph_weighs_every_allocated_byte_on_its_java_stack(stack_trace, tmp_path):
+    path, run = stack_trace
+    r, lines = flame_lines(path)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(jvmtrace("report", "--json", path).stdout)
+    total = report["tlab_size"]["sum"] + report["outside_tlab_size"]["sum"]
+    assert sum(n for _, n in lines) == total > 100 << 20
+    # Leaves are classes; the worker's two big classes are there, in new TLABs.
+    leaves = {}
+    for frames, n in lines:
+        leaves[frames[-1]] = leaves.get(frames[-1], 0) + n
+    assert {"[B_[i]", "AllocWorker$Node_[i]"} <= set(leaves)
+    assert all(l.endswith(("_[i]", "_[k]")) for l in leaves)
+    # Most bytes sit under the Java method that allocates them (a JIT frame
+    # named from the perf map), reached through HotSpot's allocation path.
+    in_work = sum(n for frames, n in lines if "AllocWorker.work_[j]" in frames)
+    assert in_work >= 0.8 * total, (in_work, total)
+    assert all(any(f.startswith("MemAllocator::") for f in frames) for frames, n in lines if n >= total // 100)
+    assert not any(frames[0] == "[no stack]" for frames, _ in lines)
+    # The trace still reads and checks clean with its stack records.
+    assert check(path)[0] == 0
+    rc, recs = dump_json(path)
+    assert rc.returncode == 0
+
+    # --threads puts the thread first; the totals do not change.
+    r, by_thread = flame_lines(path, "--threads")
+    assert sum(n for _, n in by_thread) == total
+    assert sum(n for frames, n in by_thread if frames[0] == "alloc-worker") >= 0.9 * total
+
+    # The SVG: self-contained, its root frame is the total, and Chromium draws frames.
+    svg = tmp_path / "flame.svg"
+    r = jvmtrace("flame", path, "-o", svg)
+    assert r.returncode == 0, r.stderr
+    text = svg.read_text()
+    assert f'data-total="{total}"' in text and "http://" not in text.replace("http://www.w3.org/2000/svg", "")
+    page = tmp_path / "flame.html"
+    assert jvmtrace("flame", path, "-o", page).returncode == 0
+    dom = chromium("--dump-dom", page.as_uri()).stdout
+    assert dom.count('<g class="f"') >= 10 and re.search(r"<text[^>]*>AllocWorker\.work_\[j\]</text>", dom)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    chromium("--window-size=1220,800", f"--screenshot={ARTIFACTS / 'flame.png'}", page.as_uri())
+    assert (ARTIFACTS / "flame.png").stat().st_size > 10000
+
+
+def test_flame_graph_of_a_trace_without_stacks_keeps_the_totals(traces):
+    r, lines = flame_lines(traces["parallel"])
+    assert r.returncode == 0 and "without --stacks" in r.stderr
+    report = json.loads(jvmtrace("report", "--json", traces["parallel"]).stdout)
+    assert sum(n for _, n in lines) == report["tlab_size"]["sum"] + report["outside_tlab_size"]["sum"]
+    assert all(frames[0] == "[no stack]" for frames, _ in lines)
+
+
+def test_stacks_need_usdt_mode(jdks, java_classes, tmp_path):
+    cmd = java_cmd(jdks["unpatched"], java_classes, "G1", 64, "AllocWorker", 1000, tmp_path / "x.jfr", "hold")
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().startswith("ready")
+        r = jvmtrace("record", "-p", proc.pid, "-o", tmp_path / "s.jvmtrace", "--stacks", "-d", "1")
+        assert r.returncode == 1 and "--stacks needs the jvmtrace probes" in r.stderr
+        assert not (tmp_path / "s.jvmtrace").exists()
+    finally:
+        proc.kill()
+        proc.wait()
