@@ -2,16 +2,19 @@
 real Java programs (G1, Parallel, humongous objects, stock mode) and finds
 deliberate damage at the damaged record's offset; `export --perfetto`,
 `report --html` and the flame graphs are checked against the same traces."""
+import datetime
 import gzip
 import json
 import re
 import subprocess
+from collections import defaultdict
 from html.parser import HTMLParser
 
 import pytest
 from PIL import Image
 
 from conftest import BUILD_DIR
+from helpers import jfr_events
 from test_jvm_probes import java_cmd
 from test_record import dump_json, jvmtrace, record_run
 
@@ -440,3 +443,72 @@ def test_stacks_need_usdt_mode(jdks, java_classes, tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+# --- calibrate -----------------------------------------------------------------
+
+
+def iso_ns(s):
+    """'2026-11-22T23:15:41.014290019Z' -> ns since the epoch (UTC)."""
+    whole, _, frac = s.rstrip("Z").partition(".")
+    t = datetime.datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc)
+    return int(t.timestamp()) * 1_000_000_000 + int((frac + "000000000")[:9])
+
+
+def test_calibrate_compares_jfr_samples_with_every_refill(jdks, java_classes, tmp_path):
+    path, jfr = tmp_path / "cal.jvmtrace", tmp_path / "cal.jfr"
+    run = record_run(java_cmd(jdks["patched"], java_classes, "G1", 64, "AllocWorker", 40_000_000, jfr), path)
+    assert run.target_rc == 0, run.target_err
+    r = jvmtrace("calibrate", path, "--jfr", jfr, "--json")
+    assert r.returncode == 0, r.stderr
+    c = json.loads(r.stdout)
+    assert [t["name"] for t in c["threads"]] == ["alloc-worker"]
+    # The windows line up: JFR's weights and jvmtrace's bytes over them agree in total.
+    assert 0.9 < c["jfr_weight"] / c["trace_bytes"] < 1.1, c
+    assert c["jfr_samples_compared"] >= 50
+    shares = {x["class"]: x for x in c["classes"]}
+    assert {"[B", "AllocWorker$Node"} <= set(shares)
+    assert abs(sum(x["trace_share"] for x in c["classes"]) - 1) < 1e-3
+    assert abs(sum(x["jfr_share"] for x in c["classes"]) - 1) < 1e-3
+
+    # The same figures computed independently, from dump and jfr print.
+    samples = defaultdict(list)
+    for e in jfr_events(jdks["patched"], jfr, "jdk.ObjectAllocationSample"):
+        v = e["values"]
+        samples[v["eventThread"]["osThreadId"]].append((iso_ns(v["startTime"]), v["objectClass"]["name"], v["weight"]))
+    tid = next(iter(samples)) if len(samples) == 1 else max(samples, key=lambda t: len(samples[t]))
+    s = sorted(samples[tid])
+    lo, hi = s[0][0], s[-1][0]
+    jfr_w = defaultdict(float)
+    for _, k, w in s[1:]:
+        jfr_w[k] += w
+    _, recs = dump_json(path)
+    meta = recs[0]
+    to_real = int(meta["start_realtime_ns"]) - int(meta["start_monotonic_ns"])
+    ours, enter = defaultdict(int), {}
+    for x in recs:
+        if x["type"] != "event" or x["tid"] != tid:
+            continue
+        t, a = x["ts_ns"] + to_real, x["args"]
+        if x["probe"] == "alloc__slow__enter":
+            enter[x["tid"]] = a["class"]
+        elif lo < t <= hi and x["probe"] == "tlab__refill":
+            ours[a["class"]] += a["tlab_bytes"]
+        elif lo < t <= hi and x["probe"] == "alloc__slow__exit" and a["outcome"] in (2, 4):
+            ours[enter[x["tid"]]] += a["alloc_bytes"]
+    assert c["trace_bytes"] == sum(ours.values())
+    assert abs(c["jfr_weight"] - sum(jfr_w.values())) < 1
+    for k in ("[B", "AllocWorker$Node"):
+        assert shares[k]["trace_bytes"] == ours[k]
+        want = (jfr_w[k] / sum(jfr_w.values())) / (ours[k] / sum(ours.values()))
+        assert abs(shares[k]["bias"] - want) < 1e-3
+
+    # Text output and bad input.
+    r = jvmtrace("calibrate", path, "--jfr", jfr)
+    assert r.returncode == 0 and "BIAS" in r.stdout and "alloc-worker" in r.stdout
+    r = jvmtrace("calibrate", path, "--jfr", tmp_path / "missing.jfr")
+    assert r.returncode == 1 and "cannot read" in r.stderr
+    (tmp_path / "text.jfr").write_text("not a recording")
+    r = jvmtrace("calibrate", path, "--jfr", tmp_path / "text.jfr")
+    assert r.returncode == 1 and "text.jfr" in r.stderr
+    assert jvmtrace("calibrate", path).returncode == 2

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "calibrate_command.h"
 #include "daemon_command.h"
 #include "dump_command.h"
 #include "export_command.h"
@@ -23,6 +24,7 @@ void usage(FILE* out) {
                "          --check replays it against HotSpot's invariants, --html draws it\n"
                "  export  a trace file as a Perfetto timeline (--perfetto)\n"
                "  flame   an allocation flame graph of a trace recorded with --stacks\n"
+               "  calibrate  JFR's allocation sampling bias per class, against a trace of the same run\n"
                "  daemon  talk to jvmtraced: status, list, attach, detach\n"
                "Run 'jvmtrace COMMAND --help' for a command's options.\n"
                "EXAMPLES:\n"
@@ -46,6 +48,7 @@ int main(int argc, char** argv) {
   if (!std::strcmp(argv[1], "record")) return jvmtrace::record_command(argc - 1, argv + 1);
   if (!std::strcmp(argv[1], "dump")) return jvmtrace::dump_command(argc - 1, argv + 1);
   if (!std::strcmp(argv[1], "daemon")) return jvmtrace::daemon_command(argc - 1, argv + 1);
+  if (!std::strcmp(argv[1], "calibrate")) return jvmtrace::calibrate_command(argc - 1, argv + 1);
   if (!std::strcmp(argv[1], "flame")) return jvmtrace::flame_command(argc - 1, argv + 1);
   if (!std::strcmp(argv[1], "export")) return jvmtrace::export_command(argc - 1, argv + 1);
   if (!std::strcmp(argv[1], "report")) return jvmtrace::report_command(argc - 1, argv + 1);

@@ -64,6 +64,10 @@ public class AllocWorker {
                                           "jdk.GarbageCollection"}) {
                 rec.enable(e).withoutStackTrace();
             }
+            // JFR's own sampled view of allocation, throttled as in JFR's
+            // default settings (default.jfc: 150/s); jvmtrace calibrate
+            // measures its bias against every TLAB refill.
+            rec.enable("jdk.ObjectAllocationSample").with("throttle", "150/s").withoutStackTrace();
             rec.start();
         }
         long[] result = new long[2];

@@ -1,0 +1,4 @@
+#pragma once
+namespace jvmtrace {
+int calibrate_command(int argc, char** argv);
+}
