@@ -9,6 +9,8 @@ Configurations (pick with --configs, comma-separated):
   stat-noslow patched + `jvmtrace stat --no-slow-path` (refill, GC and PLAB probes only)
   jvmmem      patched + the jvmmem bpftrace tool attached (every probe, bpftrace)
   record      patched + `jvmtrace record` to a file (every event, ring buffer, trace file)
+  patched-fp  patched with -XX:+PreserveFramePointer, nothing attached (what --stacks needs)
+  record-stacks patched-fp + `jvmtrace record --stacks` (a user stack per refill and slow path)
   stock-record unpatched + `jvmtrace record --mode stock` (uprobes on HotSpot's functions)
   jfr         patched + JFR from launch with the same events (TLAB and outside-TLAB
               allocations, PLAB and outside-PLAB promotions, GCs), no stack traces
@@ -44,6 +46,8 @@ TRACERS = {
                                   str(pid), "-o", f"{TRACE_DIR}/bench-stock.jvmtrace"], "stderr"),
     "record": (lambda pid: [str(REPO / "build/userspace/jvmtrace"), "record", "-q", "-p", str(pid),
                             "-o", f"{TRACE_DIR}/bench.jvmtrace"], "stderr"),
+    "record-stacks": (lambda pid: [str(REPO / "build/userspace/jvmtrace"), "record", "-q", "--stacks", "-p", str(pid),
+                                   "-o", f"{TRACE_DIR}/bench-stacks.jvmtrace"], "stderr"),
 }
 TRACE_DIR = tempfile.mkdtemp(prefix="jvmtrace-bench")
 
@@ -62,6 +66,8 @@ def jfr_settings(stacks):
 
 
 def jvm_flags(config):
+    if config in ("patched-fp", "record-stacks"):
+        return ["-XX:+PreserveFramePointer"]
     if config in ("jfr", "jfr-stacks"):
         return [f"-XX:StartFlightRecording=settings={jfr_settings(config == 'jfr-stacks')},"
                 f"filename={TRACE_DIR}/bench.jfr"]
@@ -118,7 +124,7 @@ def main():
     a = ap.parse_args()
     configs = a.configs.split(",")
     for c in configs:
-        if c not in ("unpatched", "patched", "jfr", "jfr-stacks", *TRACERS):
+        if c not in ("unpatched", "patched", "patched-fp", "jfr", "jfr-stacks", *TRACERS):
             sys.exit(f"overhead: unknown configuration {c!r}")
     base = configs[0]
     homes = jdk_homes()

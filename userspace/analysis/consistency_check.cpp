@@ -182,10 +182,16 @@ void ConsistencyCheck::gc_start(const trace::Record& r) {
   if (!have_first_start_) have_first_start_ = true, first_start_id_ = id;
   if (is_pause(kind)) {
     ran("gc.one_pause");
-    for (const auto& [oid, o] : open_)
-      if (is_pause(o.kind))
-        violation(r, "gc.one_pause",
-                  "pause " + num(id) + " starts while pause " + num(oid) + " (offset " + num(o.offset) + ") is open");
+    for (auto it = open_.begin(); it != open_.end();) {
+      if (!is_pause(it->second.kind)) {
+        ++it;
+        continue;
+      }
+      violation(r, "gc.one_pause",
+                "pause " + num(id) + " starts while pause " + num(it->first) + " (offset " + num(it->second.offset) +
+                    ") is open");
+      it = open_.erase(it);  // taken as ended unseen: one lost end is one violation
+    }
     // Closing the mutator stretch: its allocation against the heap's growth.
     if (stretch_open_ && !stock_) {
       Stretch s{stretch_from_, id, r.offset, a[4] - stretch_used_, stretch_alloc_, !stretch_lost_};
