@@ -8,8 +8,10 @@
 # /var/cache/jvmtrace, ~25 min cold); the project (cmake); the Java test
 # programs; then AllocWorker runs under the patched JVM while two tracers
 # attach to it by PID: `jvmtrace stat` (libbpf, in-kernel histograms),
-# `jvmtrace record` (every event into build/demo.jvmtrace, then `jvmtrace
-# report` on it) and the jvmmem bpftrace tool (scripts/jvmtrace-bt).
+# `jvmtrace record --stacks` (every event and its stack into
+# build/demo.jvmtrace, then `jvmtrace report`, `report --check`, `report
+# --html`, `export --perfetto` and `flame` on it, into build/demo.*) and the
+# jvmmem bpftrace tool (scripts/jvmtrace-bt).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -39,7 +41,7 @@ mkdir -p "$classes"
 tmp=$(mktemp -d)
 trap 'kill "${jpid:-}" "${btpid:-}" "${statpid:-}" "${recpid:-}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 mkfifo "$tmp/go"
-"$java_home/bin/java" "-XX:+Use${gc}GC" -Xms128m -Xmx128m -Xlog:gc:file="$tmp/gc.log" \
+"$java_home/bin/java" "-XX:+Use${gc}GC" -Xms128m -Xmx128m -XX:+PreserveFramePointer -Xlog:gc:file="$tmp/gc.log" \
   -cp "$classes" AllocWorker "$iterations" < "$tmp/go" > "$tmp/java.out" &
 jpid=$!
 exec 3>"$tmp/go"
@@ -50,7 +52,7 @@ btpid=$!
 "$repo/build/userspace/jvmtrace" stat -p "$jpid" > "$tmp/stat.out" 2> "$tmp/stat.err" &
 statpid=$!
 trace=$repo/build/demo.jvmtrace
-"$repo/build/userspace/jvmtrace" record -q -p "$jpid" -o "$trace" 2> "$tmp/rec.err" &
+"$repo/build/userspace/jvmtrace" record -q --stacks -p "$jpid" -o "$trace" 2> "$tmp/rec.err" &
 recpid=$!
 until grep -q 'Hit Ctrl-C' "$tmp/bt.out" && grep -q 'Hit Ctrl-C' "$tmp/stat.err" &&
       grep -q 'Hit Ctrl-C' "$tmp/rec.err"; do
@@ -70,10 +72,19 @@ wait $statpid   # both end by themselves when the JVM exits
 wait $recpid
 echo "=== jvmtrace stat -p $jpid ==="
 cat "$tmp/stat.out"
-echo "=== jvmtrace record -p $jpid -o $trace ==="
+echo "=== jvmtrace record --stacks -p $jpid -o $trace ==="
 cat "$tmp/rec.err"
 echo "=== jvmtrace report $trace (jvmtrace dump $trace: every event) ==="
 "$repo/build/userspace/jvmtrace" report "$trace"
+echo "=== jvmtrace report --check $trace (the replay against HotSpot's invariants) ==="
+"$repo/build/userspace/jvmtrace" report --check "$trace"
+echo "=== pictures of the same trace ==="
+demo=$repo/build/demo
+"$repo/build/userspace/jvmtrace" report --html "$trace" -o "$demo.html"
+"$repo/build/userspace/jvmtrace" export --perfetto "$trace" -o "$demo.perfetto.json.gz"
+"$repo/build/userspace/jvmtrace" flame "$trace" -o "$demo-alloc.svg"
+echo "open $demo.html (plots), $demo-alloc.svg (allocation flame graph) in a browser;"
+echo "load $demo.perfetto.json.gz at https://ui.perfetto.dev (a timeline)"
 echo "=== jvmtrace-bt jvmmem $jpid ==="
 cat "$tmp/bt.out"
 echo "=== the program said ==="
