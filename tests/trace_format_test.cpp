@@ -38,10 +38,14 @@ int failures = 0;
 
 // What the reader should hand back, record by record.
 struct Expected {
+  Expected(uint8_t type_, Event e_, uint64_t ts_, uint64_t count_, std::string text_)
+      : type(type_), e(e_), ts(ts_), count(count_), text(std::move(text_)) {}
   uint8_t type;
   Event e;
   uint64_t ts = 0, count = 0;
   std::string text;
+  std::vector<uint64_t> frames;  // kStack
+  uint64_t id = 0;               // kEventStack: stack id + 1
 };
 
 bool same(const Record& r, const Expected& x, const TraceReader& rd) {
@@ -58,6 +62,8 @@ bool same(const Record& r, const Expected& x, const TraceReader& rd) {
   if (r.type == kThread) return rd.threads()[r.id].name == x.text;
   if (r.type == kString) return rd.strings()[r.id] == x.text;
   if (r.type == kMeta) return r.text == x.text;
+  if (r.type == kStack) return r.frames == x.frames && rd.stacks()[r.id] == x.frames;
+  if (r.type == kEventStack) return r.id == x.id;
   return false;
 }
 
@@ -124,7 +130,7 @@ int main(int argc, char** argv) {
     const std::string meta = "pid=42\nmode=usdt\n";
     w.meta(meta);
     expected.push_back({kMeta, {}, 0, 0, meta});
-    uint32_t threads = 0, classes = 0, strings = 0;
+    uint32_t threads = 0, classes = 0, strings = 0, stacks = 0;
     std::map<uint32_t, std::pair<uint64_t, uint64_t>> last_enter;  // thread -> alloc bytes, class
     uint64_t tlab_end = 0, last_gc = 0;
     for (long i = 0; i < nevents; i++) {
@@ -145,7 +151,15 @@ int main(int argc, char** argv) {
         w.define_string(name);
         expected.push_back({kString, {}, 0, 0, name});
         strings++;
-      } else if (what < 10) {
+      } else if (what < 11) {  // a stack of 0..80 frames (more than the kernel keeps: any length round-trips)
+        std::vector<uint64_t> frames(rng() % 81);
+        for (auto& f : frames) f = rng() % strings;
+        w.define_stack(frames);
+        Expected x{kStack, {}, 0, 0, ""};
+        x.frames = frames;
+        expected.push_back(x);
+        stacks++;
+      } else if (what < 13) {
         const uint64_t count = 1 + rng() % 1000;
         w.lost(ts, count);
         expected.push_back({kLost, {}, ts, count, ""});
@@ -179,6 +193,13 @@ int main(int argc, char** argv) {
         if (e.probe >= JT_GC_START) last_gc = e.a[0];
         w.event(e);
         expected.push_back({static_cast<uint8_t>(e.probe), e, 0, 0, ""});
+        if (stacks && rng() % 3 == 0) {  // its stack, or "none captured"
+          const int64_t id = rng() % 4 ? static_cast<int64_t>(rng() % stacks) : -1;
+          w.event_stack(id);
+          Expected x{kEventStack, {}, 0, 0, ""};
+          x.id = static_cast<uint64_t>(id + 1);
+          expected.push_back(x);
+        }
       }
     }
     w.end(ts, kEndUser, "interrupted");
