@@ -34,7 +34,8 @@ void usage(FILE* out) {
                "      --jfr-tool PATH  the jfr tool (default: the traced JDK's bin/jfr, else jfr on PATH)\n"
                "      --top N          classes to list (default 15)\n"
                "      --json           one JSON object\n"
-               "Exit status: 0 done, 1 a file could not be read, 2 usage.\n"
+               "Exit status: 0 done; 3 the trace is incomplete (its intact part was compared); 1 a\n"
+               "file could not be read; 2 usage.\n"
                "EXAMPLES:\n"
                "  java -XX:StartFlightRecording=filename=app.jfr ... &   jvmtrace record -p $! -o app.jvmtrace\n"
                "  jvmtrace calibrate app.jvmtrace --jfr app.jfr\n");
@@ -127,10 +128,7 @@ int calibrate_command(int argc, char** argv) {
   const char* path = argv[optind];
   trace::TraceReader reader;
   std::string error;
-  if (!reader.open(path, &error)) {
-    std::fprintf(stderr, "jvmtrace calibrate: %s\n", error.c_str());
-    return 1;
-  }
+  if (!open_trace("jvmtrace calibrate", path, &reader)) return 1;
   if (access(jfr_file.c_str(), R_OK) != 0) {
     std::fprintf(stderr, "jvmtrace calibrate: cannot read %s\n", jfr_file.c_str());
     return 1;
@@ -202,9 +200,7 @@ int calibrate_command(int argc, char** argv) {
     }
     std::printf("\n  BIAS = JFR's share / jvmtrace's: 1 unbiased, < 1 JFR under-represents the class.\n");
   }
-  if (st.kind != trace::ReadStatus::kComplete)
-    std::fprintf(stderr, "jvmtrace calibrate: %s: %s (compared the intact part)\n", path, st.describe().c_str());
-  return 0;
+  return trace_end_status("jvmtrace calibrate", path, st, "compared the intact part");
 }
 
 }  // namespace jvmtrace

@@ -41,6 +41,10 @@ bool parse_seconds(const char* s, double* out) {
   return true;
 }
 
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 std::string json_escape(const std::string& s) {
   std::string o;
   for (unsigned char c : s) {

@@ -16,6 +16,8 @@ bool parse_seconds(const char* s, double* out);
 bool parse_long(const char* s, long lo, long hi, long* out);
 
 std::string json_escape(const std::string& s);
+// True if s ends with suffix (output names choose formats: ".gz", ".svg").
+bool ends_with(const std::string& s, const std::string& suffix);
 
 // The target of an attaching command: the process exists and maps
 // libjvm.so (or binary, when given), readable from here; has_probes tells

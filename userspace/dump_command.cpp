@@ -42,6 +42,20 @@ int trace_exit_status(const trace::ReadStatus& st) {
   return 1;
 }
 
+bool open_trace(const char* cmd, const std::string& path, trace::TraceReader* reader) {
+  std::string error;
+  if (reader->open(path, &error)) return true;
+  std::fprintf(stderr, "%s: %s\n", cmd, error.c_str());
+  return false;
+}
+
+int trace_end_status(const char* cmd, const std::string& path, const trace::ReadStatus& st, const char* used) {
+  if (st.kind != trace::ReadStatus::kComplete)
+    std::fprintf(stderr, "%s: %s: %s%s%s%s\n", cmd, path.c_str(), st.describe().c_str(), used ? " (" : "",
+                 used ? used : "", used ? ")" : "");
+  return trace_exit_status(st);
+}
+
 uint64_t trace_origin_ns(const trace::TraceReader& r) {
   return std::strtoull(r.meta_value("start_monotonic_ns").c_str(), nullptr, 10);
 }
@@ -65,11 +79,7 @@ int dump_command(int argc, char** argv) {
   }
   const std::string path = argv[optind];
   trace::TraceReader reader;
-  std::string error;
-  if (!reader.open(path, &error)) {
-    std::fprintf(stderr, "jvmtrace dump: %s\n", error.c_str());
-    return 1;
-  }
+  if (!open_trace("jvmtrace dump", path, &reader)) return 1;
   uint64_t origin = 0;
   bool have_origin = false;
   bool header = json;  // the text column header, printed after the meta lines
@@ -162,9 +172,7 @@ int dump_command(int argc, char** argv) {
                 : st.kind == trace::ReadStatus::kTruncated ? "truncated" : "corrupt",
                 st.offset, json_escape(st.describe()).c_str());
   std::fflush(stdout);
-  if (st.kind != trace::ReadStatus::kComplete)
-    std::fprintf(stderr, "jvmtrace dump: %s: %s\n", path.c_str(), st.describe().c_str());
-  return trace_exit_status(st);
+  return trace_end_status("jvmtrace dump", path, st, nullptr);
 }
 
 }  // namespace jvmtrace

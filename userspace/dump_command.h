@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <string>
 
 namespace jvmtrace {
 namespace trace {
@@ -14,4 +15,9 @@ int dump_command(int argc, char** argv);
 // origin of printed times (0 if the trace does not say).
 int trace_exit_status(const trace::ReadStatus& st);
 uint64_t trace_origin_ns(const trace::TraceReader& r);
+// Opens path, or says why not on stderr as command cmd ("jvmtrace flame").
+bool open_trace(const char* cmd, const std::string& path, trace::TraceReader* reader);
+// After reading: says on stderr where and why an incomplete trace stopped
+// (and what was done with the intact part: used), and returns the exit status.
+int trace_end_status(const char* cmd, const std::string& path, const trace::ReadStatus& st, const char* used);
 }  // namespace jvmtrace

@@ -37,10 +37,6 @@ void usage(FILE* out) {
                "  jvmtrace export --perfetto app.jvmtrace -o app.json.gz\n");
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 }  // namespace
 
 int export_command(int argc, char** argv) {
@@ -76,10 +72,7 @@ int export_command(int argc, char** argv) {
   const char* path = argv[optind];
   trace::TraceReader reader;
   std::string error;
-  if (!reader.open(path, &error)) {
-    std::fprintf(stderr, "jvmtrace export: %s\n", error.c_str());
-    return 1;
-  }
+  if (!open_trace("jvmtrace export", path, &reader)) return 1;
   analysis::OutputFile out;
   if (!out.open(output, ends_with(output, ".gz"), &error)) {
     std::fprintf(stderr, "jvmtrace export: %s\n", error.c_str());
@@ -107,9 +100,7 @@ int export_command(int argc, char** argv) {
     std::fprintf(stderr, "jvmtrace export: %s: %llu trace events, %llu bytes of JSON%s\n", output.c_str(),
                  static_cast<unsigned long long>(ex->events_written()), static_cast<unsigned long long>(out.bytes_in()),
                  ends_with(output, ".gz") ? " before gzip" : "");
-  if (st.kind != trace::ReadStatus::kComplete)
-    std::fprintf(stderr, "jvmtrace export: %s: %s (exported the intact part)\n", path, st.describe().c_str());
-  return trace_exit_status(st);
+  return trace_end_status("jvmtrace export", path, st, "exported the intact part");
 }
 
 }  // namespace jvmtrace

@@ -9,6 +9,7 @@
 #include "analysis/flame_graph.h"
 #include "analysis/output_file.h"
 #include "analysis/svg_plot.h"
+#include "cli.h"
 #include "dump_command.h"
 #include "trace_reader.h"
 
@@ -35,11 +36,6 @@ void usage(FILE* out) {
                "EXAMPLES:\n"
                "  jvmtrace flame app.jvmtrace -o app-alloc.svg\n"
                "  jvmtrace flame app.jvmtrace -o - --collapsed | sort -k2 -n | tail\n");
-}
-
-bool ends_with(const std::string& s, const char* suffix) {
-  const std::string x(suffix);
-  return s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;
 }
 
 }  // namespace
@@ -73,10 +69,7 @@ int flame_command(int argc, char** argv) {
   const char* path = argv[optind];
   trace::TraceReader reader;
   std::string error;
-  if (!reader.open(path, &error)) {
-    std::fprintf(stderr, "jvmtrace flame: %s\n", error.c_str());
-    return 1;
-  }
+  if (!open_trace("jvmtrace flame", path, &reader)) return 1;
   analysis::FlameGraph flame(reader, threads);
   const trace::ReadStatus st = reader.read([&](const trace::Record& r, uint64_t) { flame.add(r); });
   flame.finish();
@@ -106,9 +99,7 @@ int flame_command(int argc, char** argv) {
     std::fprintf(stderr, "jvmtrace flame: %s: %zu stacks, %llu bytes allocated (%llu without a stack)\n",
                  output.c_str(), flame.collapsed().size(), static_cast<unsigned long long>(flame.total()),
                  static_cast<unsigned long long>(flame.without_stack()));
-  if (st.kind != trace::ReadStatus::kComplete)
-    std::fprintf(stderr, "jvmtrace flame: %s: %s (drew the intact part)\n", path, st.describe().c_str());
-  return trace_exit_status(st);
+  return trace_end_status("jvmtrace flame", path, st, "drew the intact part");
 }
 
 }  // namespace jvmtrace

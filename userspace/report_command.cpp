@@ -261,9 +261,8 @@ int check(const trace::TraceReader& reader, const trace::ReadStatus& st, const a
     }
   }
   std::fflush(stdout);
-  if (st.kind != trace::ReadStatus::kComplete)
-    std::fprintf(stderr, "jvmtrace report: %s: %s (checked the intact part)\n", path, st.describe().c_str());
-  return ck.violation_count() ? 4 : trace_exit_status(st);
+  const int status = trace_end_status("jvmtrace report", path, st, "checked the intact part");
+  return ck.violation_count() ? 4 : status;
 }
 
 }  // namespace
@@ -331,10 +330,7 @@ int report_command(int argc, char** argv) {
   }
   trace::TraceReader reader;
   std::string error;
-  if (!reader.open(argv[optind], &error)) {
-    std::fprintf(stderr, "jvmtrace report: %s\n", error.c_str());
-    return 1;
-  }
+  if (!open_trace("jvmtrace report", argv[optind], &reader)) return 1;
   if (do_check) {
     analysis::ConsistencyCheck ck(reader, check_options);
     const trace::ReadStatus st = reader.read([&](const trace::Record& r, uint64_t) { ck.add(r); });
@@ -362,9 +358,7 @@ int report_command(int argc, char** argv) {
     print_report(summary, json, interval, static_cast<int>(top), st);
   }
   std::fflush(stdout);
-  if (st.kind != trace::ReadStatus::kComplete)
-    std::fprintf(stderr, "jvmtrace report: %s: %s\n", argv[optind], st.describe().c_str());
-  return trace_exit_status(st);
+  return trace_end_status("jvmtrace report", argv[optind], st, nullptr);
 }
 
 }  // namespace jvmtrace
