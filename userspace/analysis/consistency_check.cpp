@@ -85,6 +85,7 @@ void ConsistencyCheck::tlab_refill(const trace::Record& r) {
   const uint64_t* a = r.event.a;
   const uint64_t start = a[0], bytes = a[1], alloc = a[2];
   Mutator& m = mutators_[r.event.thread];
+  const bool first = !m.seen;  // its slow path may have begun before the recording (or segment)
   m.seen = true;
   ran("tlab.alloc_within");
   if (bytes == 0 || alloc == 0 || alloc > bytes || start % 8 != 0)
@@ -94,7 +95,10 @@ void ConsistencyCheck::tlab_refill(const trace::Record& r) {
   if (!stock_) {
     ran("tlab.in_slow_path");
     if (!m.slow.open) {
-      violation(r, "tlab.in_slow_path", "a TLAB refill outside any slow path of " + thread_name(r.event.thread));
+      if (!first)
+        violation(r, "tlab.in_slow_path", "a TLAB refill outside any slow path of " + thread_name(r.event.thread));
+      else
+        m.slow = {true, alloc, a[3], r.offset, false};  // entered before the recording: its exit follows
     } else if (m.slow.bytes != alloc || m.slow.klass != a[3]) {
       violation(r, "tlab.in_slow_path",
                 "the refill is for " + num(alloc) + " bytes of " + reader_.classes()[a[3]] + ", the open slow path for " +
@@ -231,7 +235,7 @@ void ConsistencyCheck::gc_end(const trace::Record& r) {
   auto it = open_.find(id);
   if (it == open_.end()) {
     // A collection running when the recording began ends without a start.
-    if (!have_first_start_ || id < first_start_id_) ended_before_++;
+    if (started_before(id)) ended_before_++;
     else violation(r, "gc.paired", "GC " + num(id) + " ends without having started");
   } else {
     if (it->second.kind != kind || it->second.name != a[1])
@@ -262,7 +266,8 @@ void ConsistencyCheck::plab_alloc(const trace::Record& r) {
   const uint64_t id = a[0], start = a[1], bytes = a[2], dest = a[3] & 1;
   ran("plab.in_pause");
   auto g = open_.find(id);
-  if (g == open_.end() || !is_pause(g->second.kind))
+  if (started_before(id)) before_events_++;
+  else if (g == open_.end() || !is_pause(g->second.kind))
     violation(r, "plab.in_pause", "a PLAB for GC " + num(id) + ", which is not an open pause");
   ran("plab.disjoint");
   if (bytes == 0 || start % 8 != 0)
@@ -306,7 +311,8 @@ void ConsistencyCheck::promote_direct(const trace::Record& r) {
   const uint64_t id = a[0], address = a[1], bytes = a[2];
   ran("plab.in_pause");
   auto g = open_.find(id);
-  if (g == open_.end() || !is_pause(g->second.kind))
+  if (started_before(id)) before_events_++;
+  else if (g == open_.end() || !is_pause(g->second.kind))
     violation(r, "plab.in_pause", "a direct promotion for GC " + num(id) + ", which is not an open pause");
   ran("promote.outside_plabs");
   if (const Range* o = overlap(plabs_, address, address + bytes))
@@ -318,8 +324,9 @@ void ConsistencyCheck::promote_direct(const trace::Record& r) {
 void ConsistencyCheck::finish() {
   if (lost_) notes_.push_back(num(lost_) + " events were lost: state was reset after each loss, and the heap-growth "
                                            "check skipped the stretches that lost events");
-  if (ended_before_)
-    notes_.push_back(num(ended_before_) + " collection(s) had started before the recording; their ends were not checked");
+  if (ended_before_ || before_events_)
+    notes_.push_back(num(ended_before_) + " collection(s) had started before the recording (or segment); their ends and " +
+                     num(before_events_) + " PLAB event(s) in them were not checked");
   if (exits_unopened_)
     notes_.push_back(num(exits_unopened_) + " thread(s) were inside the slow path when the recording began");
   for (const auto& [id, o] : open_)

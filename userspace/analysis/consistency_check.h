@@ -82,6 +82,11 @@ class ConsistencyCheck {
   static const Range* overlap(const std::map<uint64_t, Range>& set, uint64_t start, uint64_t end);
   static bool inside(const std::map<uint64_t, Range>& set, uint64_t address);
   std::string thread_name(uint32_t index) const;
+  // A collection that began before the first start this trace saw (the
+  // recording or segment began during it).
+  bool started_before(uint64_t id) const {
+    return !open_.count(id) && (!have_first_start_ || id < first_start_id_);
+  }
 
   void tlab_refill(const trace::Record& r);
   void slow_enter(const trace::Record& r);
@@ -115,7 +120,7 @@ class ConsistencyCheck {
   // The stretch being measured: from the last pause end (if seen) on.
   bool stretch_open_ = false, stretch_lost_ = false;
   uint64_t stretch_from_ = 0, stretch_used_ = 0, stretch_alloc_ = 0;
-  uint64_t lost_ = 0, ended_before_ = 0, unended_ = 0, exits_unopened_ = 0;
+  uint64_t lost_ = 0, ended_before_ = 0, before_events_ = 0, exits_unopened_ = 0;
 };
 
 }  // namespace jvmtrace::analysis
