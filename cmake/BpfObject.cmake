@@ -23,11 +23,18 @@ set(VMLINUX_H ${BPF_GEN_DIR}/vmlinux.h)
 if(NOT EXISTS /sys/kernel/btf/vmlinux)
   message(FATAL_ERROR "this kernel has no BTF (/sys/kernel/btf/vmlinux): CO-RE programs cannot be built or loaded")
 endif()
+# One target owns the header: a custom command's output listed by several
+# targets gets a rule in each, and a parallel build then ran two of them at
+# once, one compiler reading the header while the other rewrote it (clang
+# crashed mid-struct in CI).  Written to a temporary name and renamed, so no
+# reader ever sees half of it.
 add_custom_command(
   OUTPUT ${VMLINUX_H}
   COMMAND ${CMAKE_COMMAND} -E make_directory ${BPF_GEN_DIR}
-  COMMAND ${BPFTOOL} btf dump file /sys/kernel/btf/vmlinux format c > ${VMLINUX_H}
+  COMMAND ${BPFTOOL} btf dump file /sys/kernel/btf/vmlinux format c > ${VMLINUX_H}.tmp
+  COMMAND ${CMAKE_COMMAND} -E rename ${VMLINUX_H}.tmp ${VMLINUX_H}
   COMMENT "vmlinux.h from /sys/kernel/btf/vmlinux")
+add_custom_target(bpf_vmlinux_h DEPENDS ${VMLINUX_H})
 
 function(bpf_object name src)
   set(obj ${BPF_GEN_DIR}/${name}.bpf.o)
@@ -52,6 +59,7 @@ function(bpf_object name src)
     DEPENDS ${obj}
     COMMENT "skeleton ${name}.skel.h")
   add_custom_target(${name}_skel_gen DEPENDS ${skel})
+  add_dependencies(${name}_skel_gen bpf_vmlinux_h)
   add_library(${name}_skel INTERFACE)
   add_dependencies(${name}_skel ${name}_skel_gen)
   target_include_directories(${name}_skel INTERFACE ${BPF_GEN_DIR} ${CMAKE_CURRENT_SOURCE_DIR})
