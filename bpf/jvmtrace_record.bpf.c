@@ -1,41 +1,28 @@
 // SPDX-License-Identifier: GPL-2.0
 /* `jvmtrace record`: every jvmtrace probe hit, its arguments as numbers
- * (strings as addresses), into a ring buffer.  A hit that finds the buffer
+ * (strings as addresses), into a ring buffer; with --stacks, the user stack
+ * of each TLAB refill and slow-path entry (stack_capture.bpf.h).  A hit that finds the buffer
  * full is counted in `dropped`, never lost silently.  Argument positions:
  * usdt/jvmtrace.d; the record layout: jvmtrace_events.h. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/usdt.bpf.h>
 #include "event_stream.bpf.h"
+#include "stack_capture.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
-
-/* record --stacks: user stacks at TLAB refills and slow-path entries, by id
- * (user space reads each id once).  Sized by user space before load. */
-const volatile bool capture_stacks = false;
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, 1);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, JT_STACK_DEPTH * sizeof(__u64));
-} stacks SEC(".maps");
 
 /* name_arg1/2: arguments holding the address of a name (a class's, a GC's,
  * a cause's), or -1. */
 static __always_inline int emit(struct pt_regs *ctx, __u16 probe, const int nargs, const int name_arg1,
 				const int name_arg2, const bool stack)
 {
-	const bool with_stack = stack && capture_stacks;
-	struct jt_event *e = event_reserve(with_stack ? probe | JT_EVENT_HAS_STACK : probe, with_stack ? nargs + 1 : nargs);
+	struct jt_event *e = stack ? event_reserve_stacked(ctx, probe, nargs) : event_reserve(probe, nargs);
 	bool wake = false;
 	long v;
 
 	if (!e)
 		return 0;
-	if (with_stack) {
-		e->nargs = nargs;
-		e->args[nargs] = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
-	}
 	for (int i = 0; i < nargs; i++) {
 		v = 0;
 		bpf_usdt_arg(ctx, i, &v);

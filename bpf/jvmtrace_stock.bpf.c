@@ -16,6 +16,7 @@
 #include <bpf/bpf_tracing.h>
 #include "hotspot.bpf.h"
 #include "event_stream.bpf.h"
+#include "stack_capture.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -31,7 +32,7 @@ static __always_inline void class_name(__u64 klass, __u64 *body, __u64 *len)
 SEC("uprobe")
 int BPF_KPROBE(send_allocation_in_new_tlab, __u64 klass, __u64 obj, __u64 tlab_bytes, __u64 alloc_bytes)
 {
-	struct jt_event *e = event_reserve(JT_TLAB_REFILL, 6);
+	struct jt_event *e = event_reserve_stacked(ctx, JT_TLAB_REFILL, 6);
 
 	if (!e)
 		return 0;
@@ -50,7 +51,7 @@ int BPF_KPROBE(send_allocation_in_new_tlab, __u64 klass, __u64 obj, __u64 tlab_b
 SEC("uprobe")
 int BPF_KPROBE(send_allocation_outside_tlab, __u64 klass, __u64 obj, __u64 alloc_bytes)
 {
-	struct jt_event *e = event_reserve(JT_ALLOC_SLOW_ENTER, 3);
+	struct jt_event *e = event_reserve_stacked(ctx, JT_ALLOC_SLOW_ENTER, 3);
 	__u64 ts;
 
 	if (!e)

@@ -363,15 +363,15 @@ def test_html_report_renders_in_chromium_with_every_plot(traces, tmp_path, name)
 # --- record --stacks and flame graphs ------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def stack_trace(jdks, java_classes, tmp_path_factory):
+@pytest.fixture(scope="module", params=["patched", "unpatched"])  # usdt mode, stock mode
+def stack_trace(request, jdks, java_classes, tmp_path_factory):
     d = tmp_path_factory.mktemp("stacks")
     path = d / "stacks.jvmtrace"
-    cmd = java_cmd(jdks["patched"], java_classes, "G1", 64, "AllocWorker", 60_000_000)
+    cmd = java_cmd(jdks[request.param], java_classes, "G1", 64, "AllocWorker", 60_000_000)
     cmd.insert(1, "-XX:+PreserveFramePointer")
     run = record_run(cmd, path, "--stacks")
     assert run.target_rc == 0, run.target_err
-    return path, run
+    return path, run, request.param
 
 
 def flame_lines(path, *extra):
@@ -381,7 +381,7 @@ def flame_lines(path, *extra):
 
 
 def test_flame_graph_weighs_every_allocated_byte_on_its_java_stack(stack_trace, tmp_path):
-    path, run = stack_trace
+    path, run, jdk = stack_trace
     r, lines = flame_lines(path)
     assert r.returncode == 0, r.stderr
     report = json.loads(jvmtrace("report", "--json", path).stdout)
@@ -412,6 +412,10 @@ def test_flame_graph_weighs_every_allocated_byte_on_its_java_stack(stack_trace, 
     assert sum(n for _, n in by_thread) == total
     assert sum(n for frames, n in by_thread if frames[0] == "alloc-worker") >= 0.9 * total
 
+    # Stock mode's stacks start in the function it probes.
+    if jdk == "unpatched":
+        assert all("AllocTracer::send_allocation_in_new_tlab" in frames for frames in big if frames[-1].endswith("_[i]"))
+        return
     # The SVG: self-contained, its root frame is the total, and Chromium draws frames.
     svg = tmp_path / "flame.svg"
     r = jvmtrace("flame", path, "-o", svg)
@@ -434,19 +438,6 @@ def test_flame_graph_of_a_trace_without_stacks_keeps_the_totals(traces):
     report = json.loads(jvmtrace("report", "--json", traces["parallel"]).stdout)
     assert sum(n for _, n in lines) == report["tlab_size"]["sum"] + report["outside_tlab_size"]["sum"]
     assert all(frames[0] == "[no stack]" for frames, _ in lines)
-
-
-def test_stacks_need_usdt_mode(jdks, java_classes, tmp_path):
-    cmd = java_cmd(jdks["unpatched"], java_classes, "G1", 64, "AllocWorker", 1000, tmp_path / "x.jfr", "hold")
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().startswith("ready")
-        r = jvmtrace("record", "-p", proc.pid, "-o", tmp_path / "s.jvmtrace", "--stacks", "-d", "1")
-        assert r.returncode == 1 and "--stacks needs the jvmtrace probes" in r.stderr
-        assert not (tmp_path / "s.jvmtrace").exists()
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 # --- calibrate -----------------------------------------------------------------

@@ -24,7 +24,6 @@
 #include "jvmtrace_stock.skel.h"
 #include <bpf/bpf.h>
 
-#include <utility>
 
 #include "stack_symbolizer.h"
 #include "stock_attach.h"
@@ -78,7 +77,7 @@ void usage(FILE* out) {
                "                        unpatched HotSpot's own functions (fewer events: docs/stock-mode.md);\n"
                "                        auto (default): usdt if the JVM has the probes, else stock\n"
                "      --stacks          also the user stack of each TLAB refill and slow-path entry, for\n"
-               "                        'jvmtrace flame' (usdt mode).  Java frames need the JVM started with\n"
+               "                        'jvmtrace flame'.  Java frames need the JVM started with\n"
                "                        -XX:+PreserveFramePointer; they are named from its perf map, which\n"
                "                        the recorder has the target's jcmd write (Compiler.perfmap)\n"
                "      --perfmap-seconds S  --stacks: refresh the perf map every S seconds (default 2): JIT\n"
@@ -192,9 +191,10 @@ class Recorder {
     if (frames.size() == JT_STACK_DEPTH) frames.push_back(text("[deeper frames not captured]"));
     const int64_t id = w_->define_stack(frames);
     stacks_defined_++;
-    // Code the perf map does not know yet: have it written again soon (the
-    // stack is named afresh once the map changes).
-    if (symbolizer_->unresolved_jit() != unnamed) unnamed_jit_seen_ = true;
+    // Code the perf map does not know yet: have the map written again soon,
+    // and again while such a stack is in use (a refresh can come before the
+    // JIT finishes, or fail); once the map changes, stacks are named afresh.
+    if (symbolizer_->unresolved_jit() != unnamed) unnamed_stacks_++;
     return stack_ids_.emplace(kid, id).first->second;
   }
 
@@ -264,7 +264,7 @@ class Recorder {
   StackSymbolizer* symbolizer_ = nullptr;
   int stack_map_fd_ = -1;
   std::unordered_map<int64_t, int64_t> stack_ids_;  // kernel stack id -> trace stack id
-  bool unnamed_jit_seen_ = false;
+  uint64_t unnamed_stacks_ = 0;  // cached stacks with a frame in JIT code the perf map did not name
   pid_t pid_;
   trace::TraceWriter* w_;
   std::unordered_map<uint32_t, uint32_t> threads_;
@@ -281,8 +281,11 @@ class Recorder {
     symbolizer_ = s;
     stack_map_fd_ = map_fd;
   }
-  void forget_stacks() { stack_ids_.clear(); }
-  bool take_unnamed_jit() { return std::exchange(unnamed_jit_seen_, false); }
+  void forget_stacks() {
+    stack_ids_.clear();
+    unnamed_stacks_ = 0;
+  }
+  bool unnamed_jit() const { return unnamed_stacks_ > 0; }
   uint64_t malformed_ = 0, stacks_defined_ = 0, stacks_missing_ = 0;
 };
 
@@ -407,11 +410,6 @@ int record_command(int argc, char** argv) {
     print_no_probes("jvmtrace record", target, "Record it with --mode stock (or the default --mode auto).");
     return 1;
   }
-  if (stock && o.stacks) {
-    std::fprintf(stderr, "jvmtrace record: --stacks needs the jvmtrace probes (usdt mode); PID %d is recorded in "
-                 "stock mode (docs/analysis.md)\n", o.pid);
-    return 1;
-  }
   StockTarget stock_target;
   if (stock && !stock_target.prepare(o.pid, target.binary, &error)) {
     std::fprintf(stderr, "jvmtrace record: stock mode cannot trace PID %d: %s\n", o.pid, error.c_str());
@@ -433,6 +431,7 @@ int record_command(int argc, char** argv) {
   std::unique_ptr<jvmtrace_stock, StockSkelDelete> stock_skel;
   bpf_object* obj = nullptr;
   bpf_map* events = nullptr;
+  bpf_map* stacks = nullptr;  // --stacks: the stack map
   const volatile __u64* dropped = nullptr;  // the BPF side's drop count (mmapped .bss)
   int loaded = -1;
   if (stock) {
@@ -443,10 +442,13 @@ int record_command(int argc, char** argv) {
       stock_skel->rodata->klass_name_off = stock_target.klass_name_off;
       stock_skel->rodata->symbol_length_off = stock_target.symbol_length_off;
       stock_skel->rodata->symbol_body_off = stock_target.symbol_body_off;
+      stock_skel->rodata->capture_stacks = o.stacks;
+      if (o.stacks) bpf_map__set_max_entries(stock_skel->maps.stacks, kStackMapEntries);
       loaded = jvmtrace_stock__load(stock_skel.get());
       obj = stock_skel->obj;
       events = stock_skel->maps.events;
       dropped = &stock_skel->bss->dropped;
+      stacks = stock_skel->maps.stacks;
     }
   } else {
     usdt_skel.reset(jvmtrace_record__open());
@@ -459,6 +461,7 @@ int record_command(int argc, char** argv) {
       obj = usdt_skel->obj;
       events = usdt_skel->maps.events;
       dropped = &usdt_skel->bss->dropped;
+      stacks = usdt_skel->maps.stacks;
     }
   }
   if (loaded != 0) {
@@ -483,7 +486,7 @@ int record_command(int argc, char** argv) {
     if (process_cmdline(o.pid).find("-XX:+PreserveFramePointer") == std::string::npos)
       std::fprintf(stderr, "jvmtrace record: PID %d may run without -XX:+PreserveFramePointer: stacks will stop at "
                    "the first JIT-compiled frame\n", o.pid);
-    recorder.capture_stacks(symbolizer.get(), bpf_map__fd(usdt_skel->maps.stacks));
+    recorder.capture_stacks(symbolizer.get(), bpf_map__fd(stacks));
   }
   RingBuffer rb(ring_buffer__new(bpf_map__fd(events), &Recorder::on_event, &recorder, nullptr));
   if (!rb) {
@@ -557,9 +560,13 @@ int record_command(int argc, char** argv) {
     note_drops();
     const double secs = std::chrono::duration<double>(now - start).count();
     writer.maybe_flush(clock_ns(CLOCK_MONOTONIC));
-    if (refresher && refresher->poll(clock_ns(CLOCK_MONOTONIC), recorder.take_unnamed_jit()) &&
-        symbolizer->load_perf_map())
-      recorder.forget_stacks();  // JIT code moved: name stacks afresh
+    if (refresher && refresher->poll(clock_ns(CLOCK_MONOTONIC), recorder.unnamed_jit())) {
+      const bool changed = symbolizer->load_perf_map();
+      if (changed) recorder.forget_stacks();  // JIT code moved: name stacks afresh
+      if (o.verbose)
+        std::fprintf(stderr, "jvmtrace record: %.2f s: perf map re-read, %zu entries%s\n", secs,
+                     symbolizer->perf_map_entries(), changed ? ", changed: stacks named afresh" : ", unchanged");
+    }
     const bool full = o.segment_mb > 0 && writer.bytes_on_disk() >= o.segment_mb * (1 << 20);
     const bool old = o.segment_seconds > 0 && now - segment_started >= std::chrono::duration<double>(o.segment_seconds);
     if ((full || old) && !writer.failed()) {

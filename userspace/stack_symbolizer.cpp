@@ -76,9 +76,13 @@ std::string StackSymbolizer::frame(uint64_t ip) {
   if (maps_.empty()) read_maps();
   const Mapping* m = mapping(ip);
   // The JIT's code: the perf map names it.
+  // The entry starting last at or before ip; a few before it too, in case a
+  // small blob sits inside a larger one.
   auto perf = std::upper_bound(perf_.begin(), perf_.end(), ip, [](uint64_t v, const PerfSym& s) { return v < s.start; });
-  if (perf != perf_.begin() && ip < std::prev(perf)->start + std::prev(perf)->size)
-    return std::prev(perf)->name + "_[j]";
+  for (int back = 0; back < 8 && perf != perf_.begin(); back++) {
+    --perf;
+    if (ip < perf->start + perf->size) return perf->name + "_[j]";
+  }
   if (!m) return "[unknown]";
   if (m->path.empty()) {
     unresolved_jit_++;
