@@ -21,5 +21,5 @@ def test_install_tree_and_systemd_unit(tmp_path):
     r = subprocess.run([str(prefix / "bin/jvmtraced"), *argv[1:], "--help"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "KillSignal=SIGTERM" in unit and "WantedBy=multi-user.target" in unit
-    for doc in ("daemon.md", "trace-format.md", "stock-mode.md", "stat.md"):
+    for doc in ("daemon.md", "trace-format.md", "stock-mode.md", "stat.md", "analysis.md"):
         assert next(prefix.glob(f"share/doc/*/{doc}")).stat().st_size > 1000
