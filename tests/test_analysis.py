@@ -368,7 +368,9 @@ def stack_trace(request, jdks, java_classes, tmp_path_factory):
     d = tmp_path_factory.mktemp("stacks")
     path = d / "stacks.jvmtrace"
     cmd = java_cmd(jdks[request.param], java_classes, "G1", 64, "AllocWorker", 60_000_000)
-    cmd.insert(1, "-XX:+PreserveFramePointer")
+    # Frame pointers for Java frames; the perf map also at exit, so that code
+    # compiled after the recorder's last refresh is named (a run is ~2 s).
+    cmd[1:1] = ["-XX:+PreserveFramePointer", "-XX:+UnlockDiagnosticVMOptions", "-XX:+DumpPerfMapAtExit"]
     run = record_run(cmd, path, "--stacks")
     assert run.target_rc == 0, run.target_err
     return path, run, request.param

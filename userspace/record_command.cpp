@@ -81,7 +81,8 @@ void usage(FILE* out) {
                "                        -XX:+PreserveFramePointer; they are named from its perf map, which\n"
                "                        the recorder has the target's jcmd write (Compiler.perfmap)\n"
                "      --perfmap-seconds S  --stacks: refresh the perf map every S seconds (default 2): JIT\n"
-               "                        code moves\n"
+               "                        code moves.  For a JVM that lives only seconds, also start it with\n"
+               "                        -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit\n"
                "  -b, --binary PATH     the ELF file with the probes (default: PID's libjvm.so)\n"
                "  -v, --verbose         libbpf debug output\n"
                "Exit status: 0 recorded and ended cleanly; 1 error (the trace, if any, keeps what\n"
@@ -110,7 +111,8 @@ uint64_t clock_ns(clockid_t c) {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
 }
 
-// Distinct user stacks the kernel keeps for --stacks (64 frames each: 8 MiB).
+// Distinct user stacks the kernel keeps for --stacks (64 frames each: 8 MiB);
+// a stack first seen with the map full is not captured (and counted).
 constexpr uint32_t kStackMapEntries = 16384;
 
 struct SkelDelete {
@@ -174,28 +176,42 @@ class Recorder {
   int64_t stack(int64_t kid) {
     if (kid < 0 || stack_map_fd_ < 0) {
       stacks_missing_++;
+      if (kid < 0) stack_errors_[static_cast<int>(-kid)]++;
       return -1;
     }
     auto it = stack_ids_.find(kid);
-    if (it != stack_ids_.end()) return it->second;
-    uint64_t ips[JT_STACK_DEPTH] = {};
-    const uint32_t key = static_cast<uint32_t>(kid);
-    if (bpf_map_lookup_elem(stack_map_fd_, &key, ips) != 0) {
+    if (it != stack_ids_.end()) return it->second.id;
+    CachedStack c;
+    const uint64_t key = static_cast<uint64_t>(kid);
+    if (bpf_map_lookup_elem(stack_map_fd_, &key, c.ips) != 0) {
       stacks_missing_++;
       return -1;
     }
-    std::vector<uint64_t> frames;
-    const uint64_t unnamed = symbolizer_->unresolved_jit();
-    for (int i = 0; i < JT_STACK_DEPTH && ips[i]; i++)
-      frames.push_back(text(symbolizer_->frame(i == 0 ? ips[i] : ips[i] - 1)));  // a return address is past its call
-    if (frames.size() == JT_STACK_DEPTH) frames.push_back(text("[deeper frames not captured]"));
-    const int64_t id = w_->define_stack(frames);
+    std::vector<uint64_t> frames = name_stack(&c);
+    c.id = w_->define_stack(frames);
     stacks_defined_++;
     // Code the perf map does not know yet: have the map written again soon,
     // and again while such a stack is in use (a refresh can come before the
-    // JIT finishes, or fail); once the map changes, stacks are named afresh.
-    if (symbolizer_->unresolved_jit() != unnamed) unnamed_stacks_++;
-    return stack_ids_.emplace(kid, id).first->second;
+    // JIT finishes, or fail); see perf_map_changed().
+    if (c.unnamed) unnamed_stacks_++;
+    return stack_ids_.emplace(kid, c).first->second.id;
+  }
+
+  struct CachedStack {
+    uint64_t ips[JT_STACK_DEPTH] = {};
+    int64_t id = -1;
+    bool unnamed = false;  // has a frame in JIT code the perf map did not name
+  };
+
+  // The frames' names (string ids), leaf first.
+  std::vector<uint64_t> name_stack(CachedStack* c) {
+    std::vector<uint64_t> frames;
+    const uint64_t unnamed = symbolizer_->unresolved_jit();
+    for (int i = 0; i < JT_STACK_DEPTH && c->ips[i]; i++)  // a return address is past its call: -1
+      frames.push_back(text(symbolizer_->frame(i == 0 ? c->ips[i] : c->ips[i] - 1)));
+    if (frames.size() == JT_STACK_DEPTH) frames.push_back(text("[deeper frames not captured]"));
+    c->unnamed = symbolizer_->unresolved_jit() != unnamed;
+    return frames;
   }
 
   // Stock GC events arrive as (tracer object, its vtable, cause number):
@@ -263,7 +279,7 @@ class Recorder {
 
   StackSymbolizer* symbolizer_ = nullptr;
   int stack_map_fd_ = -1;
-  std::unordered_map<int64_t, int64_t> stack_ids_;  // kernel stack id -> trace stack id
+  std::unordered_map<int64_t, CachedStack> stack_ids_;  // by the kernel's stack key (a hash of it)
   uint64_t unnamed_stacks_ = 0;  // cached stacks with a frame in JIT code the perf map did not name
   pid_t pid_;
   trace::TraceWriter* w_;
@@ -281,12 +297,28 @@ class Recorder {
     symbolizer_ = s;
     stack_map_fd_ = map_fd;
   }
-  void forget_stacks() {
-    stack_ids_.clear();
+  // The perf map changed: JIT code was added, moved or freed.  A stack named
+  // in full is forgotten (its addresses may mean other methods from now on:
+  // its next use is named afresh, as a new stack).  A stack that had unnamed
+  // frames keeps its id and is renamed in the trace: its events happened
+  // just before the code they ran was in the map, so the new names are theirs.
+  void perf_map_changed() {
     unnamed_stacks_ = 0;
+    for (auto it = stack_ids_.begin(); it != stack_ids_.end();) {
+      CachedStack& c = it->second;
+      if (!c.unnamed) {
+        it = stack_ids_.erase(it);
+        continue;
+      }
+      w_->redefine_stack(static_cast<uint32_t>(c.id), name_stack(&c));
+      stacks_renamed_++;
+      if (c.unnamed) unnamed_stacks_++;
+      ++it;
+    }
   }
   bool unnamed_jit() const { return unnamed_stacks_ > 0; }
-  uint64_t malformed_ = 0, stacks_defined_ = 0, stacks_missing_ = 0;
+  uint64_t malformed_ = 0, stacks_defined_ = 0, stacks_missing_ = 0, stacks_renamed_ = 0;
+  std::map<int, uint64_t> stack_errors_;  // bpf_get_stackid's errno -> how often
 };
 
 void print_progress(FILE* out, double secs, const trace::TraceWriter& w, bool final) {
@@ -562,10 +594,10 @@ int record_command(int argc, char** argv) {
     writer.maybe_flush(clock_ns(CLOCK_MONOTONIC));
     if (refresher && refresher->poll(clock_ns(CLOCK_MONOTONIC), recorder.unnamed_jit())) {
       const bool changed = symbolizer->load_perf_map();
-      if (changed) recorder.forget_stacks();  // JIT code moved: name stacks afresh
+      if (changed) recorder.perf_map_changed();
       if (o.verbose)
         std::fprintf(stderr, "jvmtrace record: %.2f s: perf map re-read, %zu entries%s\n", secs,
-                     symbolizer->perf_map_entries(), changed ? ", changed: stacks named afresh" : ", unchanged");
+                     symbolizer->perf_map_entries(), changed ? ", changed" : ", unchanged");
     }
     const bool full = o.segment_mb > 0 && writer.bytes_on_disk() >= o.segment_mb * (1 << 20);
     const bool old = o.segment_seconds > 0 && now - segment_started >= std::chrono::duration<double>(o.segment_seconds);
@@ -598,6 +630,13 @@ int record_command(int argc, char** argv) {
   links.clear();
   ring_buffer__consume(rb.get());
   note_drops();
+  // Stacks still holding unnamed JIT code get one last chance: a perf map
+  // written now (the target alive) or at its exit (-XX:+DumpPerfMapAtExit,
+  // or the last refresh, still in its /tmp).
+  if (symbolizer && recorder.unnamed_jit()) {
+    refresher->finish(process_alive(o.pid) ? 5.0 : 0.0);
+    if (symbolizer->load_perf_map()) recorder.perf_map_changed();
+  }
   const double secs = std::chrono::duration<double>(clock::now() - start).count();
   if (reason_text.empty()) reason_text = trace::end_reason_name(reason);
   writer.end(clock_ns(CLOCK_MONOTONIC), reason, reason_text);
@@ -610,10 +649,12 @@ int record_command(int argc, char** argv) {
                (unsigned long long)writer.lost_total(),
                writer.lost_total() ? " (ring buffer full: try a larger --buffer-mb)" : "", o.output.c_str());
   if (o.stacks)
-    std::fprintf(stderr, "jvmtrace record: %llu distinct stacks; %llu stack(s) not captured; %llu frame(s) in JIT "
-                 "code the perf map did not name\n",
-                 (unsigned long long)recorder.stacks_defined_, (unsigned long long)recorder.stacks_missing_,
-                 (unsigned long long)symbolizer->unresolved_jit());
+    std::fprintf(stderr, "jvmtrace record: %llu distinct stacks (%llu renamed once the perf map named their JIT "
+                 "code); %llu stack(s) not captured; %llu unnamed JIT frame(s) seen\n",
+                 (unsigned long long)recorder.stacks_defined_, (unsigned long long)recorder.stacks_renamed_,
+                 (unsigned long long)recorder.stacks_missing_, (unsigned long long)symbolizer->unresolved_jit());
+  for (const auto& [err, n] : recorder.stack_errors_)
+    std::fprintf(stderr, "jvmtrace record: %llu stack(s) not captured: %s\n", (unsigned long long)n, std::strerror(err));
   if (recorder.malformed_)
     std::fprintf(stderr, "jvmtrace record: %llu malformed kernel records ignored\n",
                  (unsigned long long)recorder.malformed_);

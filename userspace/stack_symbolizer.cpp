@@ -41,6 +41,15 @@ std::string base_name(const std::string& path) {
 
 }  // namespace
 
+StackSymbolizer::StackSymbolizer(pid_t pid) : pid_(pid) {
+  const std::string name = "/tmp/perf-" + std::to_string(pid) + ".map";
+  perf_path_ = "/proc/" + std::to_string(pid) + "/root" + name;
+  struct stat theirs, ours;
+  if (stat(("/proc/" + std::to_string(pid) + "/root/").c_str(), &theirs) == 0 && stat("/", &ours) == 0 &&
+      theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino)
+    perf_path_after_exit_ = name;
+}
+
 void StackSymbolizer::read_maps() {
   maps_.clear();
   std::ifstream in("/proc/" + std::to_string(pid_) + "/maps");
@@ -110,9 +119,12 @@ std::string StackSymbolizer::frame(uint64_t ip) {
 }
 
 bool StackSymbolizer::load_perf_map() {
-  const std::string path = "/proc/" + std::to_string(pid_) + "/root/tmp/perf-" + std::to_string(pid_) + ".map";
+  std::string path = perf_path_;
   struct stat st;
-  if (stat(path.c_str(), &st) != 0) return false;
+  if (stat(path.c_str(), &st) != 0) {
+    path = perf_path_after_exit_;  // the target is gone: its /tmp was ours
+    if (path.empty() || stat(path.c_str(), &st) != 0) return false;
+  }
   const uint64_t mtime = static_cast<uint64_t>(st.st_mtim.tv_sec) * 1000000000ull + st.st_mtim.tv_nsec;
   if (mtime == perf_mtime_ns_ && static_cast<uint64_t>(st.st_size) == perf_size_) return false;
   std::ifstream in(path);
@@ -197,6 +209,12 @@ bool PerfMapRefresher::poll(uint64_t now_ns, bool soon) {
   const uint64_t wait = soon_ ? std::min<uint64_t>(interval_ns_, 250000000) : interval_ns_;
   if (child_ <= 0 && now_ns - last_start_ns_ >= wait && start()) soon_ = false;
   return done;
+}
+
+void PerfMapRefresher::finish(double timeout_s) {
+  const uint64_t deadline = mono_ns() + 3000000000ull;
+  while (child_ > 0 && mono_ns() < deadline && !reap(false)) usleep(20000);
+  if (timeout_s > 0) run_now(timeout_s);
 }
 
 bool PerfMapRefresher::run_now(double timeout_s) {

@@ -19,7 +19,7 @@ namespace jvmtrace {
 
 class StackSymbolizer {
  public:
-  explicit StackSymbolizer(pid_t pid) : pid_(pid) {}
+  explicit StackSymbolizer(pid_t pid);
 
   // A frame's name: "AllocWorker.work_[j]" (JIT-compiled Java),
   // "Interpreter_[j]", "MemAllocator::allocate" (libjvm.so),
@@ -45,6 +45,9 @@ class StackSymbolizer {
   void read_maps();
 
   pid_t pid_;
+  // The perf map, through the target's root; and where it is once the
+  // target is gone, if it shares our root (else empty).
+  std::string perf_path_, perf_path_after_exit_;
   std::vector<Mapping> maps_;  // sorted by start
   uint64_t maps_read_ns_ = 0;
   std::map<std::string, std::unique_ptr<ElfSymbols>> elves_;  // nullptr: unreadable
@@ -67,6 +70,9 @@ class PerfMapRefresher {
   bool poll(uint64_t now_ns, bool soon = false);
   // Runs jcmd and waits for it (at most timeout_s).
   bool run_now(double timeout_s);
+  // At the end of a recording: waits for a jcmd still running, then runs one
+  // more if timeout_s > 0 (the target still alive).
+  void finish(double timeout_s);
 
  private:
   bool start();

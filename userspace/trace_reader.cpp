@@ -139,6 +139,7 @@ bool TraceReader::check_record(const Record& r, std::string* why) const {
   }
   const size_t expected = r.type == kThread ? threads_.size() : r.type == kClass ? classes_.size()
                           : r.type == kString ? strings_.size() : r.type == kStack ? stacks_.size() : r.id;
+  if (r.type == kStack && r.id < stacks_.size()) return true;  // a rename
   if (r.id != expected && (r.type == kThread || r.type == kClass || r.type == kString || r.type == kStack)) {
     *why = "a table entry with id " + std::to_string(r.id) + " where " + std::to_string(expected) + " was due";
     return false;
@@ -190,11 +191,13 @@ ReadStatus TraceReader::read(const RecordFn& fn) {
     const uint8_t* end = p + len;
     const size_t threads0 = threads_.size(), classes0 = classes_.size(), strings0 = strings_.size(),
                  stacks0 = stacks_.size();
+    std::vector<std::pair<uint64_t, std::vector<uint64_t>>> renamed;  // (id, frames before) of this block's renames
     auto bad = [&](const std::string& why) {
       threads_.resize(threads0);  // definitions of a rejected block do not count
       classes_.resize(classes0);
       strings_.resize(strings0);
       stacks_.resize(stacks0);
+      for (auto it = renamed.rbegin(); it != renamed.rend(); ++it) stacks_[it->first] = it->second;  // undo renames
       return ReadStatus{ReadStatus::kCorrupt,
                         offset + kBlockHeaderSize + static_cast<uint64_t>(p - payload.data()), why};
     };
@@ -211,7 +214,12 @@ ReadStatus TraceReader::read(const RecordFn& fn) {
       if (r.type == kThread) threads_.push_back({static_cast<uint32_t>(r.tid), r.text});
       else if (r.type == kClass) classes_.push_back(r.text);
       else if (r.type == kString) strings_.push_back(r.text);
-      else if (r.type == kStack) stacks_.push_back(r.frames);
+      else if (r.type == kStack && r.id < stacks_.size()) {
+        if (r.id < stacks0) renamed.emplace_back(r.id, stacks_[r.id]);
+        stacks_[r.id] = r.frames;
+      } else if (r.type == kStack) {
+        stacks_.push_back(r.frames);
+      }
       else if (r.type == kEnd) {
         if (ended) return bad("a second end record");
         ended = true;

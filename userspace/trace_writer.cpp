@@ -104,6 +104,13 @@ uint32_t TraceWriter::define_stack(const std::vector<uint64_t>& frames) {
   return static_cast<uint32_t>(stack_defs_.size() - 1);
 }
 
+void TraceWriter::redefine_stack(uint32_t id, const std::vector<uint64_t>& frames) {
+  if (failed() || id >= stack_defs_.size()) return;
+  stack_defs_[id] = frames;
+  BlockCodec::put_stack(&payload_, id, frames);
+  record_added(0);
+}
+
 void TraceWriter::event_stack(int64_t stack) {
   if (failed()) return;
   BlockCodec::put_event_stack(&payload_, static_cast<uint64_t>(stack + 1));

@@ -30,6 +30,9 @@ class TraceWriter {
   void meta(const std::string& lines);
   // A call stack (string ids of its frames, leaf first); ids 0, 1, 2, ...
   uint32_t define_stack(const std::vector<uint64_t>& frames);
+  // Renames stack id (its frames named better, e.g. JIT code the perf map
+  // named since): readers use the latest frames for every event of the id.
+  void redefine_stack(uint32_t id, const std::vector<uint64_t>& frames);
   // The stack of the event just written (stack id, or -1: none captured).
   void event_stack(int64_t stack);
 

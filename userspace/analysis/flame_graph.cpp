@@ -42,26 +42,36 @@ void FlameGraph::flush_pending(int64_t stack) {
   else slow_[e.thread] = {stack, e.a[1], true};
 }
 
-void FlameGraph::finish() { flush_pending(-1); }
-
-void FlameGraph::weigh(uint32_t thread, int64_t stack, const std::string& leaf, uint64_t bytes) {
+// Stacks are named when the whole trace has been read: a stack may be
+// renamed later in the trace (the recorder learned its JIT code's names),
+// and the last names hold for all its events.
+void FlameGraph::finish() {
+  flush_pending(-1);
   // Frame names must not contain the separator.
   auto clean = [](std::string s) {
     std::replace(s.begin(), s.end(), ';', ':');
     return s;
   };
-  std::string line;
-  if (thread_roots_) line = clean(reader_.threads()[thread].name) + ";";
-  if (stack < 0 || static_cast<size_t>(stack) >= reader_.stacks().size()) {
-    line += "[no stack];";
-    without_stack_ += bytes;
-  } else {
-    const auto& frames = reader_.stacks()[stack];  // leaf first
-    for (auto it = frames.rbegin(); it != frames.rend(); ++it) line += clean(reader_.strings()[*it]) + ";";
+  for (const auto& [key, bytes] : weights_) {
+    const auto& [thread, stack, leaf] = key;
+    std::string line;
+    if (thread_roots_) line = clean(reader_.threads()[thread].name) + ";";
+    if (stack < 0 || static_cast<size_t>(stack) >= reader_.stacks().size()) {
+      line += "[no stack];";
+      without_stack_ += bytes;
+    } else {
+      const auto& frames = reader_.stacks()[stack];  // leaf first
+      for (auto it = frames.rbegin(); it != frames.rend(); ++it) line += clean(reader_.strings()[*it]) + ";";
+    }
+    line += clean(leaf);
+    collapsed_[line] += bytes;
+    total_ += bytes;
   }
-  line += clean(leaf);
-  collapsed_[line] += bytes;
-  total_ += bytes;
+  weights_.clear();
+}
+
+void FlameGraph::weigh(uint32_t thread, int64_t stack, const std::string& leaf, uint64_t bytes) {
+  weights_[{thread_roots_ ? thread : 0, stack, leaf}] += bytes;
 }
 
 std::string FlameGraph::collapsed_text() const {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -20,7 +21,7 @@ class FlameGraph {
   FlameGraph(const trace::TraceReader& reader, bool thread_roots) : reader_(reader), thread_roots_(thread_roots) {}
 
   void add(const trace::Record& r);
-  void finish();  // after the last record
+  void finish();  // after the last record: names the stacks (their last names in the trace)
 
   // "root;...;leaf" -> bytes.
   const std::map<std::string, uint64_t>& collapsed() const { return collapsed_; }
@@ -49,6 +50,7 @@ class FlameGraph {
   bool thread_roots_;
   Pending pending_;
   std::unordered_map<uint32_t, SlowEnter> slow_;
+  std::map<std::tuple<uint32_t, int64_t, std::string>, uint64_t> weights_;  // (thread, stack, leaf) until finish()
   std::map<std::string, uint64_t> collapsed_;
   uint64_t total_ = 0, without_stack_ = 0;
 };
