@@ -113,11 +113,9 @@ std::string colour(const std::string& name) {
 std::string FlameGraph::svg(const std::string& title) const {
   Node root;
   root.name = "all";
-  int depth_max = 0;
   for (const auto& [line, bytes] : collapsed_) {
     Node* n = &root;
     n->value += bytes;
-    int depth = 0;
     size_t pos = 0;
     while (pos <= line.size()) {
       size_t semi = line.find(';', pos);
@@ -130,10 +128,8 @@ std::string FlameGraph::svg(const std::string& title) const {
       }
       n = child.get();
       n->value += bytes;
-      depth++;
       pos = semi + 1;
     }
-    depth_max = std::max(depth_max, depth);
   }
   const int width = 1200, frame_h = 17, top = 40;
   const double total = std::max<uint64_t>(root.value, 1);
@@ -154,7 +150,7 @@ std::string FlameGraph::svg(const std::string& title) const {
     }
   };
   collect(root, 0, 0);
-  depth_max = 0;
+  int depth_max = 0;
   for (const Visible& v : visible) depth_max = std::max(depth_max, v.depth);
   const int height = top + (depth_max + 1) * frame_h + 24;
   std::string frames;
