@@ -407,7 +407,10 @@ def test_flame_graph_weighs_every_allocated_byte_on_its_java_stack(stack_trace, 
     assert in_work >= 0.7 * total, (in_work, total, run.trace_err[-2000:])
     big = [frames for frames, n in lines if n >= total // 100]
     assert all(any(f.startswith("MemAllocator::") for f in frames) for frames in big), big
-    assert not any(frames[0] == "[no stack]" for frames, _ in lines)
+    # The kernel may fail to take a stack now and then (the recorder counts and names the errno):
+    # at most 1% of the bytes without one.
+    no_stack = sum(n for frames, n in lines if frames[0] == "[no stack]")
+    assert no_stack <= total // 100, (no_stack, run.trace_err[-2000:])
     # The trace still reads and checks clean with its stack records.
     rc, c = check(path)
     assert rc == 0, c["found"][:5]
