@@ -133,26 +133,39 @@ int calibrate_command(int argc, char** argv) {
     std::fprintf(stderr, "jvmtrace calibrate: cannot read %s\n", jfr_file.c_str());
     return 1;
   }
-  // The meta record (first in the file) names the JDK whose jfr tool reads
-  // its recordings; read the trace once for it, then the JFR events.
+  // The meta record, first in the file, names the JDK whose jfr tool reads
+  // its recordings: the JFR side is loaded then, before any event, and the
+  // trace streams through in one pass.
   analysis::Calibration cal;
-  std::vector<trace::Record> records;
+  bool jfr_loaded = false;
+  auto load_jfr = [&]() {
+    if (jfr_tool.empty()) jfr_tool = jfr_tool_of(reader);
+    std::string text;
+    if (!run_capture({jfr_tool, "print", "--json", "--events", "jdk.ObjectAllocationSample", jfr_file}, &text,
+                     &error)) {
+      error = "reading " + jfr_file + " with " + jfr_tool + ": " + error;
+      return false;
+    }
+    analysis::JsonValue doc;
+    if (!analysis::parse_json(text, &doc, &error) || !cal.load_jfr(doc, &error)) {
+      error = jfr_file + ": " + error;
+      return false;
+    }
+    return true;
+  };
   const trace::ReadStatus st = reader.read([&](const trace::Record& r, uint64_t) {
-    if (r.type == trace::kMeta || r.type < JT_PROBE_COUNT) records.push_back(r);
+    if (!error.empty()) return;
+    if (!jfr_loaded) {
+      jfr_loaded = true;
+      if (!load_jfr()) return;
+    }
+    cal.add(reader, r);
   });
-  if (jfr_tool.empty()) jfr_tool = jfr_tool_of(reader);
-  std::string text;
-  if (!run_capture({jfr_tool, "print", "--json", "--events", "jdk.ObjectAllocationSample", jfr_file}, &text, &error)) {
-    std::fprintf(stderr, "jvmtrace calibrate: reading %s with %s: %s\n", jfr_file.c_str(), jfr_tool.c_str(),
-                 error.c_str());
+  if (!jfr_loaded && error.empty()) load_jfr();  // a trace without records
+  if (!error.empty()) {
+    std::fprintf(stderr, "jvmtrace calibrate: %s\n", error.c_str());
     return 1;
   }
-  analysis::JsonValue doc;
-  if (!analysis::parse_json(text, &doc, &error) || !cal.load_jfr(doc, &error)) {
-    std::fprintf(stderr, "jvmtrace calibrate: %s: %s\n", jfr_file.c_str(), error.c_str());
-    return 1;
-  }
-  for (const trace::Record& r : records) cal.add(reader, r);
   const analysis::CalibrationResult res = cal.finish(reader);
   auto share = [](double x, double total) { return total > 0 ? x / total : 0.0; };
   if (json) {

@@ -120,25 +120,26 @@ CalibrationResult Calibration::finish(const trace::TraceReader& reader) const {
   res.jfr_samples = samples_;
   res.jfr_samples_used = samples_used_;
   std::map<std::string, ClassRow> rows;
+  auto row = [&](const std::string& k) -> ClassRow& {
+    ClassRow& r = rows[k];
+    r.klass = k;
+    return r;
+  };
   for (const auto& [k, t] : trace_) {
-    ClassRow& row = rows[k];
-    row.klass = k;
-    row.trace_bytes = t.first;
-    row.trace_events = t.second;
+    row(k).trace_bytes = t.first;
+    row(k).trace_events = t.second;
     res.trace_bytes += t.first;
     res.trace_events += t.second;
   }
   for (const auto& [k, j] : jfr_) {
-    ClassRow& row = rows[k];
-    row.klass = k;
-    row.jfr_weight = j.first;
-    row.jfr_samples = j.second;
+    row(k).jfr_weight = j.first;
+    row(k).jfr_samples = j.second;
     res.jfr_weight += j.first;
   }
-  for (auto& [k, row] : rows) {
-    res.rows.push_back(row);
-    const double a = res.trace_bytes ? double(row.trace_bytes) / res.trace_bytes : 0;
-    const double b = res.jfr_weight > 0 ? row.jfr_weight / res.jfr_weight : 0;
+  for (const auto& [k, r] : rows) {
+    res.rows.push_back(r);
+    const double a = res.trace_bytes ? double(r.trace_bytes) / res.trace_bytes : 0;
+    const double b = res.jfr_weight > 0 ? r.jfr_weight / res.jfr_weight : 0;
     res.distance += std::fabs(a - b) / 2;
   }
   std::sort(res.rows.begin(), res.rows.end(), [](const ClassRow& a, const ClassRow& b) {
