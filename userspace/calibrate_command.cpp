@@ -31,7 +31,7 @@ void usage(FILE* out) {
                "the same window (its first to its last sample).  docs/analysis.md explains the method\n"
                "and how to do the same with async-profiler's output.\n"
                "      --jfr FILE       the JFR recording of the same run (with jdk.ObjectAllocationSample)\n"
-               "      --jfr-tool PATH  the jfr tool (default: the traced JDK's bin/jfr, else jfr on PATH)\n"
+               "      --jfr-tool PATH  the jfr tool (default: $JAVA_HOME/bin/jfr, else jfr on PATH)\n"
                "      --top N          classes to list (default 15)\n"
                "      --json           one JSON object\n"
                "Exit status: 0 done; 3 the trace is incomplete (its intact part was compared); 1 a\n"
@@ -72,17 +72,16 @@ bool run_capture(const std::vector<std::string>& args, std::string* out, std::st
   return true;
 }
 
-// The traced JDK's bin/jfr, from the trace's libjvm.so path.
-std::string jfr_tool_of(const trace::TraceReader& reader) {
-  std::string lib = reader.meta_value("binary");
-  if (lib.rfind("/proc/", 0) == 0) {  // /proc/PID/root/...: the path inside the target's root
-    const size_t root = lib.find("/root/");
-    if (root != std::string::npos) lib = lib.substr(root + 5);
+// The jfr tool the user's environment names: $JAVA_HOME/bin/jfr, else jfr
+// on PATH.  Never a path taken from the trace: a trace file is input, and
+// what it says must not choose what we execute (docs/security.md).
+std::string default_jfr_tool() {
+  const char* home = std::getenv("JAVA_HOME");
+  if (home && *home) {
+    const std::string jfr = std::string(home) + "/bin/jfr";
+    if (access(jfr.c_str(), X_OK) == 0) return jfr;
   }
-  const size_t at = lib.rfind("/lib/");
-  if (at == std::string::npos) return "jfr";
-  const std::string jfr = lib.substr(0, at) + "/bin/jfr";
-  return access(jfr.c_str(), X_OK) == 0 ? jfr : "jfr";
+  return "jfr";
 }
 
 std::string pct(double x) {
@@ -133,13 +132,10 @@ int calibrate_command(int argc, char** argv) {
     std::fprintf(stderr, "jvmtrace calibrate: cannot read %s\n", jfr_file.c_str());
     return 1;
   }
-  // The meta record, first in the file, names the JDK whose jfr tool reads
-  // its recordings: the JFR side is loaded then, before any event, and the
-  // trace streams through in one pass.
+  // The JFR side first; then the trace streams through in one pass.
   analysis::Calibration cal;
-  bool jfr_loaded = false;
   auto load_jfr = [&]() {
-    if (jfr_tool.empty()) jfr_tool = jfr_tool_of(reader);
+    if (jfr_tool.empty()) jfr_tool = default_jfr_tool();
     std::string text;
     if (!run_capture({jfr_tool, "print", "--json", "--events", "jdk.ObjectAllocationSample", jfr_file}, &text,
                      &error)) {
@@ -153,19 +149,11 @@ int calibrate_command(int argc, char** argv) {
     }
     return true;
   };
-  const trace::ReadStatus st = reader.read([&](const trace::Record& r, uint64_t) {
-    if (!error.empty()) return;
-    if (!jfr_loaded) {
-      jfr_loaded = true;
-      if (!load_jfr()) return;
-    }
-    cal.add(reader, r);
-  });
-  if (!jfr_loaded && error.empty()) load_jfr();  // a trace without records
-  if (!error.empty()) {
+  if (!load_jfr()) {
     std::fprintf(stderr, "jvmtrace calibrate: %s\n", error.c_str());
     return 1;
   }
+  const trace::ReadStatus st = reader.read([&](const trace::Record& r, uint64_t) { cal.add(reader, r); });
   const analysis::CalibrationResult res = cal.finish(reader);
   auto share = [](double x, double total) { return total > 0 ? x / total : 0.0; };
   if (json) {

@@ -11,6 +11,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <ext/stdio_filebuf.h>
 #include <fstream>
 #include <sstream>
 
@@ -42,12 +43,17 @@ std::string base_name(const std::string& path) {
 }  // namespace
 
 StackSymbolizer::StackSymbolizer(pid_t pid) : pid_(pid) {
-  const std::string name = "/tmp/perf-" + std::to_string(pid) + ".map";
-  perf_path_ = "/proc/" + std::to_string(pid) + "/root" + name;
-  struct stat theirs, ours;
-  if (stat(("/proc/" + std::to_string(pid) + "/root/").c_str(), &theirs) == 0 && stat("/", &ours) == 0 &&
-      theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino)
-    perf_path_after_exit_ = name;
+  root_fd_ = open(("/proc/" + std::to_string(pid) + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  ProcessCreds creds;
+  std::string error;
+  if (root_fd_ >= 0 && read_process_creds(pid, &creds, &error)) {
+    uid_ = creds.euid;
+    perf_rel_ = "tmp/perf-" + std::to_string(creds.nspid) + ".map";
+  }
+}
+
+StackSymbolizer::~StackSymbolizer() {
+  if (root_fd_ >= 0) close(root_fd_);
 }
 
 void StackSymbolizer::read_maps() {
@@ -97,12 +103,21 @@ std::string StackSymbolizer::frame(uint64_t ip) {
     unresolved_jit_++;
     return "[unknown JIT code]";
   }
-  auto& elf = elves_[m->path];
-  if (!elf) {
-    auto e = std::make_unique<ElfSymbols>();
+  auto found = elves_.find(m->path);
+  if (found == elves_.end()) {
+    // Through an fd opened inside the target's root: a symlink the
+    // container planted on the way resolves there, not in ours.
+    std::unique_ptr<ElfSymbols> e;
     std::string error;
-    if (e->load("/proc/" + std::to_string(pid_) + "/root" + m->path, &error, false)) elf = std::move(e);
+    const int fd = root_fd_ >= 0 ? open_in_root(root_fd_, m->path, &error) : -1;
+    if (fd >= 0) {
+      e = std::make_unique<ElfSymbols>();
+      if (!e->load("/proc/self/fd/" + std::to_string(fd), &error, false)) e.reset();
+      close(fd);
+    }
+    found = elves_.emplace(m->path, std::move(e)).first;
   }
+  const auto& elf = found->second;
   char off[48];
   const uint64_t file_off = ip - m->start + m->offset;
   if (elf) {
@@ -119,15 +134,31 @@ std::string StackSymbolizer::frame(uint64_t ip) {
 }
 
 bool StackSymbolizer::load_perf_map() {
-  std::string path = perf_path_;
+  if (perf_rel_.empty()) return false;
+  // No symlink, a file of the JVM's user: whatever the target plants at
+  // this name cannot make root read a file it could not read itself.
   struct stat st;
-  if (stat(path.c_str(), &st) != 0) {
-    path = perf_path_after_exit_;  // the target is gone: its /tmp was ours
-    if (path.empty() || stat(path.c_str(), &st) != 0) return false;
+  std::string problem;
+  const int fd = open_target_file(root_fd_, perf_rel_, uid_, 1ull << 30, &problem);
+  if (fd < 0) {
+    if (errno == ENOENT) return false;  // not written (yet)
+    if (problem != perf_problem_)
+      std::fprintf(stderr, "jvmtrace record: perf map: %s; JIT-compiled Java frames stay unnamed\n", problem.c_str());
+    perf_problem_ = problem;
+    return false;
+  }
+  perf_problem_.clear();
+  if (fstat(fd, &st) != 0) {
+    close(fd);
+    return false;
   }
   const uint64_t mtime = static_cast<uint64_t>(st.st_mtim.tv_sec) * 1000000000ull + st.st_mtim.tv_nsec;
-  if (mtime == perf_mtime_ns_ && static_cast<uint64_t>(st.st_size) == perf_size_) return false;
-  std::ifstream in(path);
+  if (mtime == perf_mtime_ns_ && static_cast<uint64_t>(st.st_size) == perf_size_) {
+    close(fd);
+    return false;
+  }
+  __gnu_cxx::stdio_filebuf<char> buf(fd, std::ios::in);  // owns fd
+  std::istream in(&buf);
   std::vector<PerfSym> syms;
   std::string line;
   while (std::getline(in, line)) {
@@ -150,87 +181,62 @@ bool StackSymbolizer::load_perf_map() {
   return changed;
 }
 
-PerfMapRefresher::PerfMapRefresher(pid_t pid, double interval_s)
-    : pid_(pid), interval_ns_(static_cast<uint64_t>(interval_s * 1e9)) {
-  // The target's own JDK: .../bin/java -> .../bin/jcmd, seen from its root.
-  char exe[4096];
-  const std::string link = "/proc/" + std::to_string(pid) + "/exe";
-  const ssize_t n = readlink(link.c_str(), exe, sizeof exe - 1);
-  if (n <= 0) {
-    problem_ = "cannot read " + link;
-    return;
-  }
-  exe[n] = 0;
-  std::string bin(exe);
-  bin = bin.substr(0, bin.rfind('/') + 1);
-  jcmd_ = "/proc/" + std::to_string(pid) + "/root" + bin + "jcmd";
-  if (access(jcmd_.c_str(), X_OK) != 0) {
-    problem_ = "no jcmd next to the target's java (" + bin + "jcmd)";
-    jcmd_.clear();
-  }
-}
-
-PerfMapRefresher::~PerfMapRefresher() {
-  if (child_ > 0) {
-    kill(child_, SIGKILL);
-    waitpid(child_, nullptr, 0);
-  }
-}
-
-bool PerfMapRefresher::start() {
-  if (jcmd_.empty() || child_ > 0) return false;
-  const pid_t c = fork();
-  if (c < 0) return false;
-  if (c == 0) {
-    const int null = open("/dev/null", O_RDWR);
-    dup2(null, 0);
-    dup2(null, 1);
-    dup2(null, 2);
-    const std::string pid = std::to_string(pid_);
-    execl(jcmd_.c_str(), "jcmd", pid.c_str(), "Compiler.perfmap", static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  child_ = c;
+bool PerfMapRefresher::start(double timeout_s) {
+  if (op_.running()) return false;
   last_start_ns_ = mono_ns();
-  return true;
+  if (op_.start(pid_, "Compiler.perfmap", timeout_s)) return true;
+  finished();
+  return false;
 }
 
-bool PerfMapRefresher::reap(bool wait) {
-  if (child_ <= 0) return false;
-  int status = 0;
-  if (waitpid(child_, &status, wait ? 0 : WNOHANG) != child_) return false;
-  child_ = -1;
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+bool PerfMapRefresher::finished() {
+  switch (op_.status()) {
+    case AttachStatus::kOk:
+      problem_.clear();
+      return true;
+    case AttachStatus::kNotReady:
+      // Asked again soon; said once.
+      soon_ = true;
+      if (!told_not_ready_)
+        std::fprintf(stderr, "jvmtrace record: perf map: %s; asking again until it does\n", op_.message().c_str());
+      told_not_ready_ = true;
+      problem_ = op_.message();
+      return false;
+    default:
+      if (problem_ != op_.message())
+        std::fprintf(stderr, "jvmtrace record: perf map: %s\n", op_.message().c_str());
+      problem_ = op_.message();
+      return false;
+  }
 }
 
 bool PerfMapRefresher::poll(uint64_t now_ns, bool soon) {
-  const bool done = reap(false);
+  const bool done = op_.running() && op_.poll(false) && finished();
   soon_ |= soon;
   const uint64_t wait = soon_ ? std::min<uint64_t>(interval_ns_, 250000000) : interval_ns_;
-  if (child_ <= 0 && now_ns - last_start_ns_ >= wait && start()) soon_ = false;
+  if (!op_.running() && now_ns - last_start_ns_ >= wait) {
+    soon_ = false;
+    start(10);
+  }
   return done;
 }
 
 void PerfMapRefresher::finish(double timeout_s) {
-  const uint64_t deadline = mono_ns() + 3000000000ull;
-  while (child_ > 0 && mono_ns() < deadline && !reap(false)) usleep(20000);
+  if (op_.running()) {
+    op_.poll(true);
+    finished();
+  }
   if (timeout_s > 0) run_now(timeout_s);
 }
 
 bool PerfMapRefresher::run_now(double timeout_s) {
-  if (!start()) return false;
-  const uint64_t deadline = mono_ns() + static_cast<uint64_t>(timeout_s * 1e9);
-  while (mono_ns() < deadline) {
-    if (child_ <= 0) return false;
-    int status = 0;
-    const pid_t r = waitpid(child_, &status, WNOHANG);
-    if (r == child_) {
-      child_ = -1;
-      return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    }
-    usleep(20000);
+  if (op_.running()) {
+    op_.poll(true);
+    finished();
   }
-  return false;  // still running: poll() reaps it later
+  if (!start(timeout_s)) return false;
+  op_.poll(true);
+  return finished();
 }
 
 }  // namespace jvmtrace

@@ -1,9 +1,13 @@
 // Names for the return addresses of a JVM's user stacks (record --stacks):
-// JIT-compiled Java methods from the JVM's perf map (jcmd PID
-// Compiler.perfmap writes /tmp/perf-PID.map; JIT code moves, so the map is
-// re-read whenever it is refreshed), HotSpot's C++ frames from libjvm.so's
-// symbols, other libraries from theirs.  Files are reached through
-// /proc/PID/root.
+// JIT-compiled Java methods from the JVM's perf map (the attach operation
+// jcmd Compiler.perfmap makes it write /tmp/perf-NSPID.map; JIT code moves,
+// so the map is re-read whenever it is refreshed), HotSpot's C++ frames from
+// libjvm.so's symbols, other libraries from theirs.
+//
+// Every file is reached inside the target's root directory, which the
+// target (or its container's owner) controls: symlinks are resolved inside
+// that root, and the perf map is read only if no symlink leads to it and it
+// is a regular file of the JVM's own user (docs/security.md).
 #pragma once
 #include <sys/types.h>
 
@@ -14,12 +18,16 @@
 #include <vector>
 
 #include "elf_symbols.h"
+#include "jvm_attach.h"
 
 namespace jvmtrace {
 
 class StackSymbolizer {
  public:
   explicit StackSymbolizer(pid_t pid);
+  ~StackSymbolizer();
+  StackSymbolizer(const StackSymbolizer&) = delete;
+  StackSymbolizer& operator=(const StackSymbolizer&) = delete;
 
   // A frame's name: "AllocWorker.work_[j]" (JIT-compiled Java),
   // "Interpreter_[j]", "MemAllocator::allocate" (libjvm.so),
@@ -29,6 +37,8 @@ class StackSymbolizer {
   // Re-reads the perf map; true if its contents changed (names given out
   // before may be stale: JIT code moved).
   bool load_perf_map();
+  // Why the perf map was last not read (empty: it was, or does not exist).
+  const std::string& perf_map_problem() const { return perf_problem_; }
   size_t perf_map_entries() const { return perf_.size(); }
   uint64_t unresolved_jit() const { return unresolved_jit_; }  // anonymous-code frames no perf map entry named
 
@@ -45,9 +55,11 @@ class StackSymbolizer {
   void read_maps();
 
   pid_t pid_;
-  // The perf map, through the target's root; and where it is once the
-  // target is gone, if it shares our root (else empty).
-  std::string perf_path_, perf_path_after_exit_;
+  // The target's root directory (an O_PATH fd: it stays valid after the
+  // target exits), its user, and the perf map's path inside that root.
+  int root_fd_ = -1;
+  uid_t uid_ = 0;
+  std::string perf_rel_, perf_problem_;
   std::vector<Mapping> maps_;  // sorted by start
   uint64_t maps_read_ns_ = 0;
   std::map<std::string, std::unique_ptr<ElfSymbols>> elves_;  // nullptr: unreadable
@@ -56,32 +68,35 @@ class StackSymbolizer {
   uint64_t unresolved_jit_ = 0;
 };
 
-// Runs `jcmd PID Compiler.perfmap` (the target JDK's own jcmd) now and then,
-// in the background, so the perf map follows the JIT.
+// Has the JVM write its perf map now and then (the attach operation
+// `jcmd Compiler.perfmap`, through our own attach client: jvm_attach.h), in
+// the background, so the perf map follows the JIT.  A JVM still starting
+// (not yet catching SIGQUIT) is asked again later, never signalled.
 class PerfMapRefresher {
  public:
-  PerfMapRefresher(pid_t pid, double interval_s);
-  ~PerfMapRefresher();
-  // Empty if the target's JDK has a jcmd, else why not.
+  PerfMapRefresher(pid_t pid, double interval_s) : pid_(pid), interval_ns_(static_cast<uint64_t>(interval_s * 1e9)) {}
+  // Why the last refresh failed; empty if it worked (or none finished yet).
   const std::string& problem() const { return problem_; }
-  // Starts jcmd if none runs and the interval has passed (soon: 0.25 s, for
-  // code the map did not name); true when a run finished successfully since
-  // the last call (re-read the map then).
+  // Starts a refresh if none runs and the interval has passed (soon: 0.25 s,
+  // for code the map did not name); true when one finished successfully
+  // since the last call (re-read the map then).
   bool poll(uint64_t now_ns, bool soon = false);
-  // Runs jcmd and waits for it (at most timeout_s).
+  // Refreshes and waits (at most timeout_s).
   bool run_now(double timeout_s);
-  // At the end of a recording: waits for a jcmd still running, then runs one
-  // more if timeout_s > 0 (the target still alive).
+  // At the end of a recording: waits for a refresh still running, then runs
+  // one more if timeout_s > 0 (the target still alive).
   void finish(double timeout_s);
 
  private:
-  bool start();
-  bool reap(bool wait);
+  bool start(double timeout_s);
+  bool finished();  // the running refresh has ended; true if it worked
 
-  pid_t pid_, child_ = -1;
-  std::string jcmd_, problem_;
+  pid_t pid_;
+  AttachOperation op_;
+  std::string problem_;
   uint64_t interval_ns_, last_start_ns_ = 0;
   bool soon_ = false;  // asked for an early run
+  bool told_not_ready_ = false;
 };
 
 }  // namespace jvmtrace
