@@ -203,3 +203,61 @@ def test_a_trace_file_cannot_choose_what_calibrate_runs(java_classes, tmp_path):
     finally:
         shutil.rmtree(jdk, ignore_errors=True)
         marker.unlink(missing_ok=True)
+
+
+def test_an_impostor_attach_socket_is_never_talked_to(jdks, java_classes, tmp_path):
+    """Another process (here of the JVM's own user) listens at the JVM's
+    attach socket name before the JVM opened its listener.  The recorder must
+    not talk to it (SO_PEERCRED names another PID), must not signal the JVM
+    (a listener seems to exist), and must still record."""
+    import socket
+    import threading
+    jvm = subprocess.Popen([str(Path(jdks["patched"]) / "bin/java"), "-cp", str(java_classes), "AllocWorker",
+                            "2000000"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    path = f"/tmp/.java_pid{jvm.pid}"
+    impostor = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    got = []
+    try:
+        assert jvm.stdout.readline().startswith("ready ")
+        assert not os.path.exists(path), "the JVM already has a listener: the test cannot plant one"
+        impostor.bind(path)
+        impostor.listen(4)
+        impostor.settimeout(0.2)
+
+        def accept():
+            while not stop.is_set():
+                try:
+                    conn, _ = impostor.accept()
+                    got.append(conn.recv(4096))
+                    conn.close()
+                except OSError:
+                    pass
+        stop = threading.Event()
+        t = threading.Thread(target=accept, daemon=True)
+        t.start()
+        out = tmp_path / "impostor.jvmtrace"
+        rec = subprocess.Popen([str(JVMTRACE), "record", "--stacks", "-p", str(jvm.pid), "-o", str(out)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        banner = ""
+        for line in rec.stderr:
+            banner += line
+            if line.startswith("Recording PID"):
+                break
+        jvm_out, jvm_err = jvm.communicate("go\n", timeout=120)
+        _, rec_err = rec.communicate(timeout=60)
+        rec_err = banner + rec_err
+        stop.set()
+        t.join(5)
+    finally:
+        impostor.close()
+        if os.path.exists(path):
+            os.unlink(path)
+        if jvm.poll() is None:
+            jvm.kill()
+    # (A connection it cannot avoid: SO_PEERCRED needs one.  Not a byte.)
+    assert not any(got), f"the recorder sent the impostor a request: {got}"
+    assert len(got) <= 2, f"the recorder kept knocking at the impostor: {len(got)} connections"
+    assert jvm.returncode == 0 and "checksum " in jvm_out and "Full thread dump" not in jvm_out, jvm_err[-2000:]
+    assert rec.returncode == 0, rec_err
+    assert "not by the JVM" in rec_err, rec_err

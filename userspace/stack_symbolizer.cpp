@@ -203,9 +203,11 @@ bool PerfMapRefresher::finished() {
       problem_ = op_.message();
       return false;
     default:
+      // Not retried early: a refusal or a failure would only repeat.
       if (problem_ != op_.message())
         std::fprintf(stderr, "jvmtrace record: perf map: %s\n", op_.message().c_str());
       problem_ = op_.message();
+      backoff_until_ns_ = mono_ns() + interval_ns_;
       return false;
   }
 }
@@ -214,7 +216,7 @@ bool PerfMapRefresher::poll(uint64_t now_ns, bool soon) {
   const bool done = op_.running() && op_.poll(false) && finished();
   soon_ |= soon;
   const uint64_t wait = soon_ ? std::min<uint64_t>(interval_ns_, 250000000) : interval_ns_;
-  if (!op_.running() && now_ns - last_start_ns_ >= wait) {
+  if (!op_.running() && now_ns - last_start_ns_ >= wait && now_ns >= backoff_until_ns_) {
     soon_ = false;
     start(10);
   }

@@ -95,7 +95,8 @@ class PerfMapRefresher {
   AttachOperation op_;
   std::string problem_;
   uint64_t interval_ns_, last_start_ns_ = 0;
-  bool soon_ = false;  // asked for an early run
+  uint64_t backoff_until_ns_ = 0;  // after a failure: no early run before this
+  bool soon_ = false;              // asked for an early run
   bool told_not_ready_ = false;
 };
 
