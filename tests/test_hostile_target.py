@@ -261,3 +261,42 @@ def test_an_impostor_attach_socket_is_never_talked_to(jdks, java_classes, tmp_pa
     assert jvm.returncode == 0 and "checksum " in jvm_out and "Full thread dump" not in jvm_out, jvm_err[-2000:]
     assert rec.returncode == 0, rec_err
     assert "not by the JVM" in rec_err, rec_err
+
+
+def test_java_frames_are_named_for_a_jvm_in_its_own_pid_namespace(jdks, java_classes, tmp_path):
+    """The usual container: own PID namespace (the JVM has another PID there) and
+    its own /tmp.  The attach socket and the perf map carry the namespace
+    PID; the perf map is found, and JIT-compiled Java frames are named.
+    (The previous code looked for /tmp/perf-<host PID>.map and named none.)"""
+    classes = Path("/var/tmp") / f"jvmtrace-classes-ns-{os.getpid()}"
+    shutil.copytree(java_classes, classes, dirs_exist_ok=True)
+    java = Path(jdks["patched"]) / "bin/java"
+    script = (f"mount -t tmpfs tmpfs /tmp && exec {java} -XX:+PreserveFramePointer -cp {classes} "
+              f"AllocWorker 20000000")
+    box = subprocess.Popen(["unshare", "--pid", "--fork", "--mount", "--mount-proc", "--propagation", "private",
+                            "--", "sh", "-c", script],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, folded = tmp_path / "ns.jvmtrace", tmp_path / "ns.folded"
+    try:
+        assert box.stdout.readline().startswith("ready "), box.stderr.read()[-2000:]
+        children = Path(f"/proc/{box.pid}/task/{box.pid}/children").read_text().split()
+        assert len(children) == 1, children
+        pid = int(children[0])
+        nspids = Path(f"/proc/{pid}/status").read_text().split("NSpid:")[1].split("\n")[0].split()
+        assert len(nspids) == 2 and nspids[1] != str(pid), f"not in its own PID namespace: {nspids}"
+        rec = subprocess.Popen([str(JVMTRACE), "record", "--stacks", "-p", str(pid), "-o", str(out)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for line in rec.stderr:
+            if line.startswith("Recording PID"):
+                break
+        rest, err = box.communicate("go\n", timeout=300)
+        _, rec_err = rec.communicate(timeout=60)
+    finally:
+        if box.poll() is None:
+            box.kill()
+        shutil.rmtree(classes, ignore_errors=True)
+    assert box.returncode == 0 and "checksum " in rest, err[-2000:]
+    assert rec.returncode == 0, rec_err
+    r = subprocess.run([str(JVMTRACE), "flame", str(out), "-o", str(folded)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "AllocWorker.work_[j]" in folded.read_text(), f"no named Java frame:\n{rec_err}"
