@@ -172,6 +172,10 @@ bool wait_for_socket(const std::string& sock, int pidfd, uint64_t deadline, stru
     reply.append(buf, static_cast<size_t>(n));
   }
   // The answer: the operation's result code on the first line, then output.
+  if (reply.empty()) {
+    if (pidfd_signal(pidfd, 0) != 0) child_exit(report, AttachStatus::kGone, "the target exited");
+    child_exit(report, AttachStatus::kFailed, "the JVM closed the attach connection without an answer");
+  }
   const size_t nl = reply.find('\n');
   const std::string code = reply.substr(0, nl);
   const std::string rest = nl == std::string::npos ? "" : reply.substr(nl + 1);
@@ -240,7 +244,8 @@ bool AttachOperation::start(pid_t pid, const std::string& command, double timeou
   // alive after it, is that process's and not a successor's.
   pidfd_ = pidfd_open(pid);
   if (pidfd_ < 0) {
-    finish_with(errno == ESRCH ? AttachStatus::kGone : AttachStatus::kFailed, errno_text("pidfd_open"));
+    finish_with(errno == ESRCH ? AttachStatus::kGone : AttachStatus::kFailed,
+                errno == ESRCH ? "the target exited" : errno_text("pidfd_open"));
     return false;
   }
   ProcessCreds creds;

@@ -1,5 +1,7 @@
 #include "stock_attach.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -31,8 +33,18 @@ bool StockTarget::prepare(pid_t pid, const std::string& libjvm, std::string* err
     return false;
   }
   bias_ = syms_.load_bias(start);
+  // A JVM that has only just mapped libjvm.so has not relocated or filled
+  // the table yet: wait for it a little (bounded), rather than refuse a JVM
+  // attached to in its first milliseconds.
   std::map<std::string, uint64_t> fields;
-  if (!read_vmstructs(pid, syms_, bias_, &fields, error)) return false;
+  for (int tries = 0; !read_vmstructs(pid, syms_, bias_, &fields, error); tries++) {
+    if (tries == 100 || !process_alive(pid)) {
+      *error += " (is it still starting? tried for 5 s)";
+      return false;
+    }
+    fields.clear();
+    usleep(50000);
+  }
   for (auto [name, out] : {std::pair<const char*, uint64_t*>{"Klass::_name", &klass_name_off},
                            {"Symbol::_length", &symbol_length_off},
                            {"Symbol::_body", &symbol_body_off}}) {
