@@ -22,6 +22,12 @@ const volatile __u64 wakeup_bytes = 1 << 20;
 /* Events that found the ring buffer full: counted, never lost silently. */
 __u64 dropped = 0;
 
+/* Set by user space (mmapped .bss) just before it detaches: every program
+ * stops at the same moment, so the trace does not end with some probes
+ * still firing while others are gone (uprobes detach one at a time, over
+ * milliseconds: an exit without its refill, a GC end without its start). */
+__u32 stopped = 0;
+
 /* Threads and names already sent.  User space names a thread (from /proc)
  * or a class or GC name (from the JVM's memory) when it first sees it,
  * which must happen while both still exist: an event with a key not seen
@@ -47,11 +53,15 @@ static __always_inline bool fresh(__u64 key)
 	return true;
 }
 
-/* A record for nargs arguments with its header filled, or NULL (counted as
- * dropped) when the ring buffer is full. */
+/* A record for nargs arguments with its header filled, or NULL: the ring
+ * buffer is full (counted as dropped) or the recording has stopped. */
 static __always_inline struct jt_event *event_reserve(__u16 probe, const int nargs)
 {
-	struct jt_event *e = bpf_ringbuf_reserve(&events, JT_EVENT_SIZE(nargs), 0);
+	struct jt_event *e;
+
+	if (stopped) /* the recording has ended: not a loss */
+		return 0;
+	e = bpf_ringbuf_reserve(&events, JT_EVENT_SIZE(nargs), 0);
 
 	if (!e) {
 		__sync_fetch_and_add(&dropped, 1);

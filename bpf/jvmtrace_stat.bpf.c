@@ -55,10 +55,13 @@ int alloc__slow__exit(struct pt_regs *ctx)
 		count(JT_C_SLOW_AFTER_GC, 1);
 	if (outcome == 2 || outcome == 4)
 		stat_outside(arg(ctx, 1), s ? s->class_key : 0, s ? s->name_len : 0);
-	/* Without its enter (attached mid-slow-path) there is no latency. */
+	/* Without its enter (attached mid-slow-path, or the enter not
+	 * remembered) there is no latency: counted. */
 	if (s) {
 		hist(JT_H_SLOW_US, (bpf_ktime_get_ns() - s->ts) / 1000);
 		bpf_map_delete_elem(&slow_inflight, &tid);
+	} else {
+		count(JT_C_SLOW_EXIT_UNPAIRED, 1);
 	}
 	return 0;
 }

@@ -46,6 +46,9 @@ enum jt_counter {
 	JT_C_PROMOTED_DIRECT_BYTES,
 	JT_C_MAP_FULL,           /* per-thread/per-class entries that did not fit: a drop */
 	JT_C_NAMES_LOST,         /* new-key notices the ring buffer had no room for */
+	JT_C_GC_INFLIGHT_FULL,   /* gc__start not remembered (gc_inflight full): its pause not measured */
+	JT_C_GC_END_UNPAIRED,    /* gc__end with no remembered start: its pause not measured */
+	JT_C_SLOW_EXIT_UNPAIRED, /* alloc__slow__exit with no remembered enter: its latency not measured */
 	JT_COUNTER_COUNT,
 };
 

@@ -166,7 +166,8 @@ static __always_inline void stat_gc_start(__u64 key)
 	__u64 ts = bpf_ktime_get_ns();
 
 	count(JT_C_GC_STARTS, 1);
-	bpf_map_update_elem(&gc_inflight, &key, &ts, BPF_ANY);
+	if (bpf_map_update_elem(&gc_inflight, &key, &ts, BPF_ANY))
+		count(JT_C_GC_INFLIGHT_FULL, 1);
 }
 
 /* kind: 0 young, 1 full, 2 concurrent (as gc__end's argument). */
@@ -175,8 +176,10 @@ static __always_inline void stat_gc_end(__u64 key, __u32 kind)
 	__u64 *start = bpf_map_lookup_elem(&gc_inflight, &key);
 
 	count(JT_C_GC_ENDS, 1);
-	if (!start)
+	if (!start) { /* started before the attach, or not remembered: no pause to measure */
+		count(JT_C_GC_END_UNPAIRED, 1);
 		return;
+	}
 	hist(kind == 0 ? JT_H_PAUSE_YOUNG_US : kind == 1 ? JT_H_PAUSE_FULL_US : JT_H_CONCURRENT_US,
 	     (bpf_ktime_get_ns() - *start) / 1000);
 	bpf_map_delete_elem(&gc_inflight, &key);

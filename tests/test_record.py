@@ -4,10 +4,12 @@ patched JVM (G1 and Parallel), clean ends (target exit, recorder killed, disk
 full), nothing left attached, and clear errors on bad input."""
 import json
 import os
+import re
 import signal
 import subprocess
 import time
 from collections import Counter, defaultdict
+from pathlib import Path
 
 import pytest
 
@@ -356,3 +358,211 @@ def test_segments_rotate_each_reads_alone_and_only_the_newest_are_kept(usdt_fixt
     for tid, evs in per_thread.items():
         assert 0 < len(evs) < len(expected)
         assert evs == expected[len(expected) - len(evs):], f"thread {tid}: not an unbroken tail"
+
+
+# --- the trace file: created safely, meta not forgeable, blocks bounded, losses counted ---
+
+def fixture_record(usdt_fixture, out, *extra, rounds=200):
+    """Records the fixture's rounds into out; returns the TraceRun."""
+    return record_run([str(usdt_fixture), "--wait-for", "stdin", "--real-tid", "--rounds", str(rounds),
+                       "--linger", "200"], out, "-b", usdt_fixture, *map(str, extra))
+
+
+def test_output_is_never_followed_or_written_through(usdt_fixture, tmp_path):
+    """A symlink at -o is refused and its target untouched; a hard link or a
+    regular file at -o is replaced by a new file (the other link keeps its
+    bytes), as scripts/trace-demo.sh relies on; a segment name that exists,
+    before or during the recording, is refused and nothing behind it written."""
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    ino = victim.stat().st_ino
+    link = tmp_path / "link.jvmtrace"
+    link.symlink_to(victim)
+    fx = subprocess.Popen([str(usdt_fixture), "--wait-for", "stdin"], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True)
+    try:
+        LineReader(fx.stdout).wait_for(lambda l: l.startswith("ready"), 30, "fixture")
+        r = jvmtrace("record", "-p", fx.pid, "-b", usdt_fixture, "-o", link, "-q", "-d", "1")
+        assert r.returncode == 1 and f"refusing to write {link}: it is a symbolic link" in r.stderr, r.stderr
+        assert link.is_symlink() and victim.read_text() == "precious"
+        # Segments: an earlier recording's segment (here a symlink) is refused before anything attaches.
+        (tmp_path / "seg.000003.jvmtrace").symlink_to(victim)
+        r = jvmtrace("record", "-p", fx.pid, "-b", usdt_fixture, "-o", tmp_path / "seg.jvmtrace", "-q", "-d", "1",
+                     "--segment-mb", "1")
+        assert r.returncode == 1 and "seg.000003.jvmtrace exists" in r.stderr, r.stderr
+        assert not (tmp_path / "seg.000000.jvmtrace").exists() and victim.read_text() == "precious"
+    finally:
+        fx.stdin.close()
+        fx.wait(30)
+    hard = tmp_path / "hard.jvmtrace"
+    os.link(victim, hard)
+    for attempt in range(2):  # a hard link, then the trace written the first time: both replaced
+        run = fixture_record(usdt_fixture, hard)
+        assert run.target_rc == 0 and "target exited" in run.trace_err, run.trace_err
+        r, recs = dump_json(hard)
+        assert r.returncode == 0 and sum(1 for x in recs if x["type"] == "event") == 200 * 8, r.stderr
+        assert hard.stat().st_ino != ino and hard.stat().st_nlink == 1
+    assert victim.read_text() == "precious" and victim.stat().st_ino == ino
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hard.jvmtrace", "link.jvmtrace", "seg.000003.jvmtrace",
+                                                          "victim"], "a temporary file was left behind"
+    # A symlink planted at the next segment's name during the recording:
+    # the rotation fails clearly, the target stays untouched, the finished
+    # segment reads.
+    (tmp_path / "seg.000003.jvmtrace").unlink()
+    fx = subprocess.Popen([str(usdt_fixture), "--wait-for", "stdin", "--real-tid", "--rounds", "1000",
+                           "--linger", "20000"],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        LineReader(fx.stdout).wait_for(lambda l: l.startswith("ready"), 30, "fixture")
+        base = tmp_path / "rot.jvmtrace"
+        rec = subprocess.Popen([str(JVMTRACE), "record", "-p", str(fx.pid), "-b", str(usdt_fixture), "-o",
+                                str(base), "-q", "--segment-seconds", "1"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        err = LineReader(rec.stderr)
+        err.wait_for(lambda l: l.startswith("Recording PID"), 60, "record to attach")
+        (tmp_path / "rot.000001.jvmtrace").symlink_to(victim)
+        fx.stdin.write("go\n")
+        fx.stdin.flush()
+        rec.wait(60)
+        text = "\n".join(err.drain())
+        assert rec.returncode == 1 and f"refusing to write {tmp_path}/rot.000001.jvmtrace: it is a symbolic link" in text, text
+        assert victim.read_text() == "precious"
+        r, recs = dump_json(tmp_path / "rot.000000.jvmtrace")
+        assert r.returncode == 0 and any(x["type"] == "event" for x in recs), r.stderr
+    finally:
+        fx.kill()
+        fx.wait(30)
+
+
+EVIL_ARG = "x\nlibjvm=/etc/shadow\npid=1\nstart_monotonic_ns=5\\n"
+
+
+def test_meta_cannot_be_forged_by_the_targets_command_line(jdks, java_classes, tmp_path):
+    """A JVM whose program argument holds newlines and key=value text: dump
+    (text and --json) and report show the real pid and libjvm, and the
+    argument intact, the same as /proc/PID/cmdline."""
+    out = tmp_path / "evil.jvmtrace"
+    cmd = java_cmd(jdks["patched"], java_classes, "G1", 64, "SystemGc", 2, EVIL_ARG)
+    run = record_run(cmd, out)
+    assert run.target_rc == 0, run.target_err
+    r, recs = dump_json(out)
+    assert r.returncode == 0, r.stderr
+    meta = recs[0]
+    assert meta["type"] == "meta" and meta["pid"] == str(run.pid) and meta["binary"].endswith("/libjvm.so"), meta
+    assert meta["cmdline"] == " ".join(cmd) and EVIL_ARG in meta["cmdline"], meta["cmdline"]
+    assert int(meta["start_monotonic_ns"]) > 1000, meta
+    text = jvmtrace("dump", out)
+    header = text.stdout.splitlines()[:2]
+    assert header[0].startswith(f"# PID {run.pid}, ") and header[0].endswith("/libjvm.so"), header
+    assert header[1] == "# cmdline: " + " ".join(cmd).replace("\\", "\\\\").replace("\n", "\\n"), header
+    rep = json.loads(jvmtrace("report", "--json", out).stdout)
+    assert rep["pid"] == run.pid and rep["cmdline"] == " ".join(cmd)
+    assert not any(l.startswith("pid=1") for l in jvmtrace("report", out).stdout.splitlines())
+    # A command line longer than the meta record holds is cut, saying so, and
+    # every later key is still there (a 64 KiB meta record used to lose them).
+    long = tmp_path / "long.jvmtrace"
+    cmd = java_cmd(jdks["patched"], java_classes, "G1", 64, "SystemGc", 1, "\\" * 70000)
+    run = record_run(cmd, long)
+    assert run.target_rc == 0, run.target_err
+    r, recs = dump_json(long)
+    meta = recs[0]
+    assert r.returncode == 0 and meta["cmdline"] == " ".join(cmd)[:16384], r.stderr
+    assert meta["cmdline_bytes"] == str(len(" ".join(cmd))) and int(meta["ring_buffer_bytes"]) > 0, meta.keys()
+
+
+def test_largest_blocks_with_stacks_on_a_long_run_read_back_complete(jdks, java_classes, tmp_path):
+    """--block-kb at its maximum with --stacks for 25 s of an allocating JVM
+    and a perf map refreshed every half second: the trace reads complete,
+    report --check finds it consistent, and the counts agree."""
+    out = tmp_path / "big.jvmtrace"
+    java = str(Path(jdks["patched"]) / "bin/java")
+    proc = subprocess.Popen([java, "-XX:+UseG1GC", "-Xms64m", "-Xmx64m", "-XX:+PreserveFramePointer", "-cp",
+                             str(java_classes), "AllocWorker", "2000000000"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        LineReader(proc.stdout).wait_for(lambda l: l.startswith("ready"), 60, "ready")
+        rec = start_record(proc.pid, out, "--block-kb", 16384, "--stacks", "--perfmap-seconds", "0.5", "-d", 25, "-v")
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        err = finish(rec, 120)
+        assert rec.returncode == 0 and "duration elapsed" in err, err
+    finally:
+        proc.kill()
+        proc.wait(60)
+    m = re.search(r"(\d+) blocks in the last file; the largest block payload (\d+) bytes", err)
+    assert m and int(m.group(2)) <= 16 << 20, err
+    assert int(re.search(r"(\d+) distinct stacks", err).group(1)) > 10, err
+    r, recs = dump_json(out)
+    assert r.returncode == 0, r.stderr
+    events = sum(1 for x in recs if x["type"] == "event")
+    end = next(x for x in recs if x["type"] == "end")
+    assert events > 100000 and end["events"] == events, (events, end)
+    c = json.loads(jvmtrace("report", "--check", "--json", out, timeout=300).stdout)
+    assert c["violations"] == 0, c["found"][:5]
+    assert json.loads(jvmtrace("report", "--json", out, timeout=300).stdout)["events"] == events
+
+
+def test_option_ranges_are_checked_at_their_edges(usdt_fixture, tmp_path):
+    """Every numeric option of record: the largest value works, one more is
+    refused naming the option and its range (--buffer-mb 4096 used to wrap
+    to 0 and fail with an unrelated error)."""
+    refused = {
+        ("--buffer-mb", "4096"): "--buffer-mb takes a power of two from 1 to 2048",
+        ("--buffer-mb", "0"): "--buffer-mb takes a power of two from 1 to 2048",
+        ("--block-kb", "16385"): "--block-kb takes a number from 1 to 16384",
+        ("--block-kb", "0"): "--block-kb takes a number from 1 to 16384",
+        ("-d", "10000001"): "-d takes a number of seconds above 0, at most 1e7",
+        ("--segment-mb", "10000001"): "--segment-mb takes a number of MiB from 0.0625 to 1e7",
+        ("--segment-mb", "0.06"): "--segment-mb takes a number of MiB from 0.0625 to 1e7",
+        ("--segment-seconds", "1e8"): "--segment-seconds takes a number of seconds above 0, at most 1e7",
+        ("--keep", "1000001"): "--keep takes a number from 1 to 1000000",
+        ("--perfmap-seconds", "0.1"): "--perfmap-seconds takes a number of seconds from 0.2 to 1e7",
+        ("-p", "4194305"): "PID must be a number from 1 to 4194304",
+    }
+    for (opt, val), msg in refused.items():
+        r = jvmtrace("record", "-p", "1", "-o", tmp_path / "r.jvmtrace", opt, val)
+        assert r.returncode == 2 and msg in r.stderr, (opt, val, r.stderr)
+    assert not (tmp_path / "r.jvmtrace").exists()
+    # The largest values at once, on a real recording: it works.
+    run = fixture_record(usdt_fixture, tmp_path / "max.jvmtrace", "--buffer-mb", 2048, "--block-kb", 16384,
+                         "-d", "1e7", "--segment-mb", "1e7", "--segment-seconds", "1e7", "--keep", 1000000)
+    assert run.target_rc == 0, run.target_err
+    assert "target exited" in run.trace_err, run.trace_err
+    r, recs = dump_json(tmp_path / "max.000000.jvmtrace")
+    assert r.returncode == 0 and recs[0]["ring_buffer_bytes"] == str(2048 << 20), r.stderr
+    assert sum(1 for x in recs if x["type"] == "event") == 200 * 8
+
+
+LOST_LINE = re.compile(r"(\d+) lost \(ring buffer full (\d+), malformed kernel records (\d+), "
+                       r"GC ends without a start (\d+)\)")
+
+
+def test_every_loss_cause_is_counted_stored_and_shown(usdt_fixture, tmp_path):
+    """A clean run: record's end line names every cause of loss with 0, and
+    report shows them; a trace holding a loss of another cause (trace_edit
+    inserts one) shows it in dump, report and report --json."""
+    out = tmp_path / "clean.jvmtrace"
+    run = fixture_record(usdt_fixture, out)
+    assert run.target_rc == 0, run.target_err
+    m = LOST_LINE.search(run.trace_err)
+    assert m and m.groups() == ("0", "0", "0", "0"), run.trace_err
+    rep = json.loads(jvmtrace("report", "--json", out).stdout)
+    assert rep["lost"] == 0 and rep["lost_by_kind"] == {"ring_buffer_full": 0, "malformed_kernel_records": 0,
+                                                         "gc_ends_without_start": 0}, rep
+    assert "lost by cause: ring buffer full 0, malformed kernel records 0, GC ends without a start 0" in \
+        jvmtrace("report", out).stdout
+    edited = tmp_path / "edited.jvmtrace"
+    for kind, name, words in ((1, "malformed_kernel_records", "malformed kernel records"),
+                              (2, "gc_ends_without_start", "GC ends without a start")):
+        r = subprocess.run([str(BUILD_DIR / "tests/fixtures/trace_edit"), out, edited, "lost", "100", str(kind), "7"],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        d, recs = dump_json(edited)
+        assert d.returncode == 0, d.stderr
+        lost = [x for x in recs if x["type"] == "lost"]
+        assert [(x["kind"], x["count"]) for x in lost] == [(name, 7)], lost
+        assert recs[-2]["type"] == "end" and recs[-2]["lost"] == 7
+        rep = json.loads(jvmtrace("report", "--json", edited).stdout)
+        assert rep["lost"] == 7 and rep["lost_by_kind"][name] == 7 and rep["lost_by_kind"]["ring_buffer_full"] == 0
+        assert f"{words} 7" in jvmtrace("report", edited).stdout
+        assert f"# LOST 7 events: {words}" in jvmtrace("dump", edited).stdout

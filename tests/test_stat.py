@@ -61,7 +61,11 @@ def test_fixture_counts_and_histograms_are_exact_under_four_threads(usdt_fixture
     assert hist_slots(h["outside_tlab_size"]) == dict(
         Counter(slot(i) for i in rng if i % 6 in (2, 4) for _ in range(threads)))
     assert h["slow_path_latency"]["total"] == n
-    assert sum(h[k]["total"] for k in ("gc_pause_young", "gc_pause_full", "gc_concurrent_cycle")) <= n
+    # Every gc__end is measured or counted as unpaired (ids repeat across the
+    # threads, so one thread's start can replace another's); no other loss.
+    pauses = sum(h[k]["total"] for k in ("gc_pause_young", "gc_pause_full", "gc_concurrent_cycle"))
+    assert pauses + c["gc_ends_without_start"] == c["gc_ends"] == n, (pauses, c["gc_ends_without_start"])
+    assert (c["gc_inflight_full_drops"], c["slow_exits_without_enter"], c["malformed_notices"]) == (0, 0, 0), c
     # One class (the sentinel name), four threads with a quarter each.
     assert [(x["class"], x["tlab_refills"], x["outside_allocs"]) for x in r["classes"]] == \
         [("Lsentinel/Klass;", n, exp["outside_allocs"])]
@@ -135,7 +139,7 @@ def test_no_slow_path_attaches_only_the_other_probes(usdt_fixture):
     assert r["slow_path_probes"] is False
     c = r["counters"]
     assert (c["tlab_refills"], c["gc_starts"], c["plabs"], c["promoted_direct"]) == (rounds,) * 4
-    assert (c["slow_paths"], c["outside_allocs"]) == (0, 0)
+    assert (c["slow_paths"], c["outside_allocs"], c["slow_exits_without_enter"]) == (0, 0, 0)
     assert r["histograms"]["slow_path_latency"]["total"] == 0
 
 
@@ -168,3 +172,39 @@ def test_interval_reports_grow_and_duration_stops_it(jdks, java_classes):
     finally:
         proc.kill()
         proc.wait(60)
+
+
+LOSS_COUNTERS = ("map_full_drops", "names_lost", "gc_inflight_full_drops", "gc_ends_without_start",
+                 "slow_exits_without_enter", "malformed_notices")
+
+
+def test_loss_counters_in_text_json_and_prometheus(usdt_fixture):
+    """Every loss counter is shown, with 0 on a clean single-threaded run, in
+    each output format; one start and end per GC id, so every pause is measured."""
+    rounds = 500
+    target = [str(usdt_fixture), "--wait-for", "stdin", "--real-tid", "--rounds", str(rounds)]
+    run, r = stat_run(target, "-b", str(usdt_fixture))
+    c, h = r["counters"], r["histograms"]
+    assert {k: c[k] for k in LOSS_COUNTERS} == dict.fromkeys(LOSS_COUNTERS, 0), c
+    assert sum(h[k]["total"] for k in ("gc_pause_young", "gc_pause_full", "gc_concurrent_cycle")) == rounds
+    assert h["slow_path_latency"]["total"] == c["slow_paths"] == rounds
+    for fmt, line in (("--prometheus", lambda k: f'jvmtrace_{k}_total{{pid="{{pid}}",mode="usdt"}} 0'),
+                      (None, lambda k: f"  {k:<24} 0")):
+        run = traced_run(lambda pid: [str(JVMTRACE), "stat", "-p", str(pid), "-b", str(usdt_fixture),
+                                      *([fmt] if fmt else [])], target,
+                         ready=lambda l: l.startswith("Attached 8 probes"), stderr_ready=True)
+        for k in LOSS_COUNTERS:
+            assert line(k).replace("{pid}", str(run.pid)) in run.trace_out, (fmt, k, run.trace_out[:30])
+
+
+def test_numeric_options_at_their_edges(usdt_fixture):
+    """The largest --top, -i and -d work; one more is refused naming the range."""
+    for opt, val, msg in (("--top", "100001", "--top takes a number from 1 to 100000"),
+                          ("--top", "0", "--top takes a number from 1 to 100000"),
+                          ("-i", "10000001", "-i/--interval takes a number of seconds above 0, at most 1e7"),
+                          ("-d", "1e8", "-d/--duration takes a number of seconds above 0, at most 1e7")):
+        r = jvmtrace("stat", "-p", "1", opt, val)
+        assert r.returncode == 2 and msg in r.stderr, (opt, val, r.stderr)
+    run, r = stat_run([str(usdt_fixture), "--wait-for", "stdin", "--rounds", "10"], "-b", str(usdt_fixture),
+                      "--top", "100000", "-i", "1e7", "-d", "1e7")
+    assert run.target_rc == 0 and r["counters"]["tlab_refills"] == 10, run.trace_err

@@ -5,6 +5,7 @@
 // stopped.  Run by tests/test_trace_format.py; exit status 0 = all passed.
 //
 //   trace_format_test [--seed N] [--events N]
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cinttypes>
@@ -45,7 +46,7 @@ struct Expected {
   uint64_t ts = 0, count = 0;
   std::string text;
   std::vector<uint64_t> frames;  // kStack
-  uint64_t id = 0;               // kEventStack: stack id + 1
+  uint64_t id = 0;               // kEventStack: stack id + 1; kLost: its kind
 };
 
 bool same(const Record& r, const Expected& x, const TraceReader& rd) {
@@ -56,7 +57,7 @@ bool same(const Record& r, const Expected& x, const TraceReader& rd) {
       if (r.event.a[i] != x.e.a[i]) return false;
     return true;
   }
-  if (r.type == kLost) return r.ts_ns == x.ts && r.count == x.count;
+  if (r.type == kLost) return r.ts_ns == x.ts && r.count == x.count && r.id == x.id;
   if (r.type == kEnd) return r.ts_ns == x.ts && r.text == x.text;
   if (r.type == kClass) return rd.classes()[r.id] == x.text;
   if (r.type == kThread) return rd.threads()[r.id].name == x.text;
@@ -94,6 +95,162 @@ size_t read_prefix(const std::string& bytes, const std::vector<Expected>& expect
   return n;
 }
 
+// Reads the file at path: its status, blocks, largest payload and records.
+struct FileSummary {
+  ReadStatus st;
+  uint64_t blocks = 0, records = 0, events = 0;
+  size_t classes = 0, stacks = 0;
+  uint32_t largest = 0;
+  std::string meta_pid;
+};
+FileSummary summarize(const std::string& path) {
+  FileSummary f;
+  const std::string bytes = slurp(path);
+  for (size_t off = kFileHeaderSize; off + kBlockHeaderSize <= bytes.size();) {  // the block headers themselves
+    uint32_t len;
+    std::memcpy(&len, bytes.data() + off + 8, 4);
+    if (len > f.largest) f.largest = len;
+    off += kBlockHeaderSize + len;
+  }
+  TraceReader rd;
+  std::string err;
+  if (!rd.open(path, &err)) {
+    f.st = {ReadStatus::kCorrupt, 0, err};
+    return f;
+  }
+  f.st = rd.read([&](const Record& r, uint64_t) {
+    f.records++;
+    if (r.type < JT_PROBE_COUNT) f.events++;
+  });
+  f.blocks = rd.blocks();
+  f.classes = rd.classes().size();
+  f.stacks = rd.stacks().size();
+  f.meta_pid = rd.meta_value("pid");
+  return f;
+}
+
+// The biggest tables a recording can make, with the largest --block-kb: more
+// class names of the longest length, and stacks of the most frames, than fit
+// one block, a meta record of the largest size, then a rotation that repeats
+// them all in the new segment.  Every block must stay within the reader's
+// limit and both files read complete.
+void big_tables() {
+  char dir[] = "/tmp/jvmtrace-big-XXXXXX";
+  if (!mkdtemp(dir)) return;
+  const std::string a = std::string(dir) + "/a.jvmtrace", b = std::string(dir) + "/b.jvmtrace";
+  const size_t nclasses = (kMaxPayload / kMaxNameLen) * 3 / 2, nstacks = 2000;  // ~24 MiB of names, ~20 MiB of stacks
+  {
+    TraceWriter w;
+    std::string err;
+    CHECK(w.open(a, &err), "open: %s", err.c_str());
+    w.block_bytes = static_cast<uint64_t>(kMaxBlockKb) << 10;
+    w.max_age_ns = UINT64_MAX;
+    w.meta("pid=7\n" + std::string(kMaxMetaLen - 6, 'm'));
+    for (size_t i = 0; i < nclasses; i++) w.define_class(std::to_string(i) + std::string(kMaxNameLen, 'c'));
+    const uint32_t s = w.define_string(std::string(kMaxNameLen, 's'));
+    for (size_t i = 0; i < nstacks; i++) w.define_stack(std::vector<uint64_t>(kMaxStackFrames, s));
+    w.define_thread(1, "t");
+    Event e;
+    e.ts_ns = 5;
+    e.probe = JT_TLAB_REFILL;
+    e.a[3] = nclasses - 1;
+    w.event(e);
+    w.event_stack(static_cast<int64_t>(nstacks - 1));
+    CHECK(w.rotate(b, 6), "rotate: %s", w.error().c_str());
+    w.end(7, kEndUser, "interrupted");
+    CHECK(w.close(), "close: %s", w.error().c_str());
+    CHECK(w.largest_payload() <= kMaxPayload, "the writer wrote a payload of %zu bytes", w.largest_payload());
+  }
+  for (const std::string& f : {a, b}) {
+    const FileSummary s = summarize(f);
+    CHECK(s.st.kind == ReadStatus::kComplete, "%s: %s", f.c_str(), s.st.describe().c_str());
+    CHECK(s.largest <= kMaxPayload && s.blocks >= 2, "%s: %" PRIu64 " blocks, the largest %u bytes", f.c_str(),
+          s.blocks, s.largest);
+    CHECK(s.classes == nclasses && s.stacks == nstacks && s.meta_pid == "7", "%s: %zu classes, %zu stacks, pid '%s'",
+          f.c_str(), s.classes, s.stacks, s.meta_pid.c_str());
+    std::printf("trace_format_test: big tables: %s: %" PRIu64 " blocks, the largest payload %u bytes\n", f.c_str(),
+                s.blocks, s.largest);
+  }
+  unlink(a.c_str());
+  unlink(b.c_str());
+  rmdir(dir);
+}
+
+// Meta values with newlines, backslashes and key=value text round-trip and
+// forge nothing; an old (version 1) meta record reads as written.
+void meta_escaping() {
+  const std::string evil = "java x\nlibjvm=/etc/shadow\npid=1\\n\\\\ =\\";
+  const std::string text = "jvmtrace_version=" + std::to_string(kMetaVersion) + "\npid=42\ncmdline=" +
+                           meta_escape(evil) + "\nbinary=/lib/libjvm.so\n";
+  const auto kv = parse_meta(text);
+  CHECK(kv.size() == 4, "%zu meta keys from an escaped command line", kv.size());
+  if (kv.size() == 4) {
+    CHECK(kv[1].second == "42" && kv[2].first == "cmdline" && kv[2].second == evil && kv[3].second == "/lib/libjvm.so",
+          "escaped meta: cmdline '%s'", kv[2].second.c_str());
+  }
+  // A trace written before escaping: values stand as written, backslashes too.
+  const auto old = parse_meta("jvmtrace_version=1\ncmdline=a\\nb c:\\x\npid=5\n");
+  CHECK(old.size() == 3 && old[1].second == "a\\nb c:\\x" && old[2].second == "5", "old meta changed on reading");
+  CHECK(meta_unescape("\\") == "\\" && meta_unescape("a\\qb") == "a\\qb" && meta_escape("") == "",
+        "a lone or unknown escape must stand for itself");
+  for (int i = 0; i < 2000; i++) {  // random bytes round-trip
+    std::string v;
+    for (int k = i % 17; k > 0; k--) v += "\\n=a\n"[(i * 7 + k * 13) % 5];
+    CHECK(meta_unescape(meta_escape(v)) == v && meta_escape(v).find('\n') == std::string::npos, "round trip %d", i);
+  }
+}
+
+// Files are created, never followed or written through.
+void safe_files() {
+  char dir[] = "/tmp/jvmtrace-safe-XXXXXX";
+  if (!mkdtemp(dir)) return;
+  const std::string d = dir, victim = d + "/victim", link = d + "/link.jvmtrace", hard = d + "/hard.jvmtrace";
+  std::ofstream(victim) << "precious";
+  CHECK(symlink(victim.c_str(), link.c_str()) == 0, "symlink");
+  CHECK(::link(victim.c_str(), hard.c_str()) == 0, "link");
+  for (bool replace : {false, true}) {
+    TraceWriter w;
+    std::string err;
+    CHECK(!w.open(link, &err, replace) && err.find("symbolic link") != std::string::npos, "symlink: '%s'", err.c_str());
+    TraceWriter h;
+    err.clear();
+    const bool opened = h.open(hard, &err, replace);
+    CHECK(opened == replace, "an existing file: opened %d with replace %d (%s)", opened, replace, err.c_str());
+    if (!replace) CHECK(err.find("exists") != std::string::npos, "existing file: '%s'", err.c_str());
+    if (opened) {
+      h.meta("pid=1\n");
+      CHECK(slurp(hard) == "precious", "the old file changed before commit");
+      CHECK(h.commit(&err), "commit: %s", err.c_str());
+      CHECK(h.close(), "close");
+      CHECK(summarize(hard).st.kind == ReadStatus::kNoEnd, "the replacement does not read");
+    }
+    CHECK(slurp(victim) == "precious", "the file behind a link was written (replace %d)", replace);
+  }
+  {  // a segment name (no replace) that is taken: an error, and rotate says so
+    TraceWriter w;
+    std::string err;
+    CHECK(w.open(d + "/s.000000.jvmtrace", &err), "open: %s", err.c_str());
+    CHECK(symlink(victim.c_str(), (d + "/s.000001.jvmtrace").c_str()) == 0, "symlink");
+    CHECK(!w.rotate(d + "/s.000001.jvmtrace", 1) && w.error().find("symbolic link") != std::string::npos,
+          "rotate onto a symlink: '%s'", w.error().c_str());
+    CHECK(summarize(d + "/s.000000.jvmtrace").st.kind == ReadStatus::kComplete, "the finished segment");
+    unlink((d + "/s.000000.jvmtrace").c_str());
+    unlink((d + "/s.000001.jvmtrace").c_str());
+  }
+  {  // discard before commit: the old file stays, no temporary is left
+    TraceWriter w;
+    std::string err;
+    CHECK(w.open(hard, &err, true), "open: %s", err.c_str());
+    w.discard();
+    CHECK(summarize(hard).st.kind == ReadStatus::kNoEnd, "discard changed the committed file");
+  }
+  CHECK(slurp(victim) == "precious", "the victim changed");
+  unlink(victim.c_str());
+  unlink(link.c_str());
+  unlink(hard.c_str());
+  CHECK(rmdir(dir) == 0, "files left behind in %s (a temporary?)", dir);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -124,7 +281,7 @@ int main(int argc, char** argv) {
   {
     TraceWriter w;
     std::string err;
-    if (!w.open(path, &err)) {
+    if (!w.open(path, &err, true) || !w.commit(&err)) {  // mkstemp made it: replaced
       std::fprintf(stderr, "%s\n", err.c_str());
       return 1;
     }
@@ -171,8 +328,11 @@ int main(int argc, char** argv) {
         final_stacks[id] = frames;
       } else if (what < 13) {
         const uint64_t count = 1 + rng() % 1000;
-        w.lost(ts, count);
-        expected.push_back({kLost, {}, ts, count, ""});
+        const uint8_t kind = static_cast<uint8_t>(rng() % 4 ? uint64_t{kLostRingBuffer} : rng() % 16);  // any 4 bits
+        w.lost(ts, count, kind);
+        Expected x{kLost, {}, ts, count, ""};
+        x.id = kind;
+        expected.push_back(x);
       } else {
         Event e;
         e.ts_ns = ts;
@@ -272,6 +432,10 @@ int main(int argc, char** argv) {
     }
   }
   CHECK(detected == trials, "%d of %d single-byte damages went unnoticed", trials - detected, trials);
+
+  big_tables();
+  meta_escaping();
+  safe_files();
 
   std::printf("trace_format_test: seed %u, %zu records, %zu bytes (%.2f per record), %d damaged copies: %s\n", seed,
               expected.size(), bytes.size(), double(bytes.size()) / expected.size(), trials,

@@ -89,20 +89,15 @@ int dump_command(int argc, char** argv) {
       have_origin = origin != 0;
       if (json) {
         std::printf("{\"type\": \"meta\"");
-        size_t pos = 0;
-        while (pos < r.text.size()) {
-          size_t nl = r.text.find('\n', pos), eq = r.text.find('=', pos);
-          if (nl == std::string::npos) nl = r.text.size();
-          if (eq != std::string::npos && eq < nl)
-            std::printf(", \"%s\": \"%s\"", json_escape(r.text.substr(pos, eq - pos)).c_str(),
-                        json_escape(r.text.substr(eq + 1, nl - eq - 1)).c_str());
-          pos = nl + 1;
-        }
+        for (const auto& [k, v] : reader.meta_fields())
+          std::printf(", \"%s\": \"%s\"", json_escape(k).c_str(), json_escape(v).c_str());
         std::printf("}\n");
       } else {
-        std::printf("# PID %s, %s mode, %s\n# cmdline: %s\n", reader.meta_value("pid").c_str(),
-                    reader.meta_value("mode").c_str(), reader.meta_value("binary").c_str(),
-                    reader.meta_value("cmdline").c_str());
+        // Escaped again for the text: a newline in an argument stays on its line.
+        std::printf("# PID %s, %s mode, %s\n# cmdline: %s\n", trace::meta_escape(reader.meta_value("pid")).c_str(),
+                    trace::meta_escape(reader.meta_value("mode")).c_str(),
+                    trace::meta_escape(reader.meta_value("binary")).c_str(),
+                    trace::meta_escape(reader.meta_value("cmdline")).c_str());
       }
       return;
     }
@@ -154,8 +149,13 @@ int dump_command(int argc, char** argv) {
       }
       std::printf(json ? "}}\n" : "\n");
     } else if (r.type == trace::kLost) {
-      if (json) std::printf("{\"type\": \"lost\", \"ts_ns\": %" PRIu64 ", \"count\": %" PRIu64 "}\n", r.ts_ns, r.count);
-      else std::printf("%14.9f # LOST %" PRIu64 " events: the ring buffer was full\n", t, r.count);
+      const uint8_t kind = static_cast<uint8_t>(r.id);
+      if (json)
+        std::printf("{\"type\": \"lost\", \"ts_ns\": %" PRIu64 ", \"count\": %" PRIu64 ", \"kind\": \"%s\"}\n",
+                    r.ts_ns, r.count, trace::lost_kind_name(kind));
+      else
+        std::printf("%14.9f # LOST %" PRIu64 " events: %s\n", t, r.count,
+                    kind == trace::kLostRingBuffer ? "the ring buffer was full" : trace::lost_kind_text(kind));
     } else if (r.type == trace::kEnd) {
       if (json)
         std::printf("{\"type\": \"end\", \"ts_ns\": %" PRIu64 ", \"reason\": \"%s\", \"events\": %" PRIu64

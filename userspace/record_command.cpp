@@ -4,6 +4,7 @@
 // distinct name, when first seen; drops are counted in the kernel and stored.
 #include "record_command.h"
 
+#include <dirent.h>
 #include <getopt.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,14 +63,16 @@ void usage(FILE* out) {
                "Ctrl-C, -d, or the JVM's exit.  Events the kernel could not queue are counted,\n"
                "shown and stored in the trace.  Read it with 'jvmtrace dump' or 'jvmtrace report'.\n"
                "  -p, --pid PID         the JVM\n"
-               "  -o, --output FILE     the trace file to create (overwritten)\n"
+               "  -o, --output FILE     the trace file to create; a regular file there is replaced (a new\n"
+               "                        file renamed over it), a symbolic link is refused\n"
                "  -d, --duration SEC    stop after SEC seconds\n"
-               "      --buffer-mb N     kernel ring buffer size in MiB, a power of two (default 16)\n"
+               "      --buffer-mb N     kernel ring buffer size in MiB, a power of two up to 2048 (default 16)\n"
                "      --segment-mb N    rotate: a new file each N MiB, named FILE with .000000, .000001, ...\n"
-               "                        before its .jvmtrace; each segment reads on its own\n"
+               "                        before its .jvmtrace; each segment reads on its own.  Segment\n"
+               "                        files are never written over: an earlier recording's are an error\n"
                "      --segment-seconds S  rotate also (or only) when a segment is S seconds old\n"
                "      --keep N          with segments: keep only the newest N\n"
-               "      --block-kb N      trace block size in KiB (default 256); a block is also written\n"
+               "      --block-kb N      trace block size in KiB, 1 to 16384 (default 256); a block is also written\n"
                "                        once a second, so a killed recorder loses at most ~1 s\n"
                "  -q, --quiet           no progress line\n"
                "      --progress        a progress line even when stderr is not a terminal\n"
@@ -105,11 +108,56 @@ std::string segment_path(const std::string& base, uint64_t n) {
   return base + num;
 }
 
+// The command line stored in the meta record is cut at this many bytes (its
+// escaped form at most twice that, within kMaxMetaLen with the other keys).
+constexpr size_t kMaxCmdline = 16 << 10;
+
+// False (with *error) if a segment of base (FILE.NNNNNN.jvmtrace) exists:
+// segments are never written over, so an earlier recording's must go first.
+bool check_no_segments(const std::string& base, std::string* error) {
+  const std::string first = segment_path(base, 0);
+  const size_t slash = first.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : first.substr(0, slash);
+  const std::string name0 = slash == std::string::npos ? first : first.substr(slash + 1);
+  // name0 is PREFIX.000000SUFFIX; a segment is PREFIX, six or more digits, SUFFIX.
+  const size_t digits = name0.rfind(".000000") + 1;
+  const std::string prefix = name0.substr(0, digits), suffix = name0.substr(digits + 6);
+  DIR* d = opendir(dir.c_str());
+  if (!d) {
+    *error = "cannot read the directory " + dir + ": " + std::strerror(errno);
+    return false;
+  }
+  std::string found;
+  while (dirent* e = readdir(d)) {
+    const std::string n = e->d_name;
+    if (n.size() < prefix.size() + 6 + suffix.size() || n.compare(0, prefix.size(), prefix) != 0 ||
+        n.compare(n.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    const std::string mid = n.substr(prefix.size(), n.size() - prefix.size() - suffix.size());
+    if (mid.size() >= 6 && mid.find_first_not_of("0123456789") == std::string::npos) {
+      found = n;
+      break;
+    }
+  }
+  closedir(d);
+  if (!found.empty()) {
+    *error = "refusing to record into segments of " + base + ": " + (dir == "." ? "" : dir + "/") + found +
+             " exists (an earlier recording's?); segments are never written over: remove them, or name another file";
+    return false;
+  }
+  return true;
+}
+
 uint64_t clock_ns(clockid_t c) {
   timespec ts;
   clock_gettime(c, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
 }
+
+// --buffer-mb's largest value: the ring buffer's size (bytes) is a map's u32
+// max_entries and a power of two.
+constexpr long kMaxBufferMb = 2048;
+static_assert((static_cast<uint64_t>(kMaxBufferMb) << 20) <= UINT32_MAX, "the ring buffer size fits max_entries");
 
 // Distinct user stacks the kernel keeps for --stacks (64 frames each: 8 MiB);
 // a stack first seen with the map full is not captured (and counted).
@@ -129,7 +177,10 @@ class Recorder {
 
   static int on_event(void* ctx, void* data, size_t size) {
     auto* self = static_cast<Recorder*>(ctx);
-    if (size < JT_EVENT_SIZE(0)) return 0;
+    if (size < JT_EVENT_SIZE(0)) {  // not even a header: an event lost, counted
+      self->malformed_++;
+      return 0;
+    }
     self->add(*static_cast<const jt_event*>(data), size);
     return 0;
   }
@@ -160,7 +211,10 @@ class Recorder {
       case JT_GC_START:
       case JT_GC_END:
         if (stock_) {
-          if (!stock_gc(k, &e)) return;
+          if (!stock_gc(k, &e)) {  // an end whose start was before the attach (or lost): counted
+            gc_end_unpaired_++;
+            return;
+          }
         } else {  // name, cause: NUL-terminated
           e.a[1] = string(k.args[1]);
           e.a[2] = string(k.args[2]);
@@ -317,7 +371,9 @@ class Recorder {
     }
   }
   bool unnamed_jit() const { return unnamed_stacks_ > 0; }
-  uint64_t malformed_ = 0, stacks_defined_ = 0, stacks_missing_ = 0, stacks_renamed_ = 0;
+  // Events not stored, by cause (trace::LostKind): written as lost records.
+  uint64_t malformed_ = 0, gc_end_unpaired_ = 0;
+  uint64_t stacks_defined_ = 0, stacks_missing_ = 0, stacks_renamed_ = 0;
   std::map<int, uint64_t> stack_errors_;  // bpf_get_stackid's errno -> how often
 };
 
@@ -357,19 +413,22 @@ int record_command(int argc, char** argv) {
       case 'o': o.output = optarg; break;
       case 'd':
         if (!parse_seconds(optarg, &o.duration)) {
-          std::fprintf(stderr, "jvmtrace record: -d takes a positive number of seconds, not '%s'\n", optarg);
+          std::fprintf(stderr, "jvmtrace record: -d takes a number of seconds above 0, at most 1e7, not '%s'\n", optarg);
           return 2;
         }
         break;
       case 'm':
-        if (!parse_long(optarg, 1, 4096, &o.buffer_mb) || (o.buffer_mb & (o.buffer_mb - 1))) {
-          std::fprintf(stderr, "jvmtrace record: --buffer-mb takes a power of two from 1 to 4096, not '%s'\n", optarg);
+        // The ring buffer's size is a u32 power of two: 2048 MiB is the largest.
+        if (!parse_long(optarg, 1, kMaxBufferMb, &o.buffer_mb) || (o.buffer_mb & (o.buffer_mb - 1))) {
+          std::fprintf(stderr, "jvmtrace record: --buffer-mb takes a power of two from 1 to %ld, not '%s'\n",
+                       kMaxBufferMb, optarg);
           return 2;
         }
         break;
       case 'k':
-        if (!parse_long(optarg, 1, 16384, &o.block_kb)) {
-          std::fprintf(stderr, "jvmtrace record: --block-kb takes a number from 1 to 16384, not '%s'\n", optarg);
+        if (!parse_long(optarg, 1, trace::kMaxBlockKb, &o.block_kb)) {
+          std::fprintf(stderr, "jvmtrace record: --block-kb takes a number from 1 to %ld, not '%s'\n",
+                       trace::kMaxBlockKb, optarg);
           return 2;
         }
         break;
@@ -378,26 +437,26 @@ int record_command(int argc, char** argv) {
         break;
       case 'S':
         if (!parse_seconds(optarg, &o.segment_mb) || o.segment_mb < 0.0625) {  // a positive number, at most 1e7
-          std::fprintf(stderr, "jvmtrace record: --segment-mb takes a number of MiB from 0.0625, not '%s'\n", optarg);
+          std::fprintf(stderr, "jvmtrace record: --segment-mb takes a number of MiB from 0.0625 to 1e7, not '%s'\n", optarg);
           return 2;
         }
         break;
       case 'T':
         if (!parse_seconds(optarg, &o.segment_seconds)) {
-          std::fprintf(stderr, "jvmtrace record: --segment-seconds takes a positive number, not '%s'\n", optarg);
+          std::fprintf(stderr, "jvmtrace record: --segment-seconds takes a number of seconds above 0, at most 1e7, not '%s'\n", optarg);
           return 2;
         }
         break;
       case 'K':
         if (!parse_long(optarg, 1, 1000000, &o.keep)) {
-          std::fprintf(stderr, "jvmtrace record: --keep takes a positive number, not '%s'\n", optarg);
+          std::fprintf(stderr, "jvmtrace record: --keep takes a number from 1 to 1000000, not '%s'\n", optarg);
           return 2;
         }
         break;
       case 's': o.stacks = true; break;
       case 'F':
         if (!parse_seconds(optarg, &o.perfmap_seconds) || o.perfmap_seconds < 0.2) {
-          std::fprintf(stderr, "jvmtrace record: --perfmap-seconds takes a number of seconds from 0.2, not '%s'\n", optarg);
+          std::fprintf(stderr, "jvmtrace record: --perfmap-seconds takes a number of seconds from 0.2 to 1e7, not '%s'\n", optarg);
           return 2;
         }
         break;
@@ -448,9 +507,16 @@ int record_command(int argc, char** argv) {
     return 1;
   }
   // The output next: an unwritable path must fail before anything attaches.
+  // -o FILE replaces a regular file that is there (as perf record -o and a
+  // shell's > do), through a new file renamed over it once attached; a
+  // segment name that exists is an error (an earlier recording's, or planted).
+  if (segmented && !check_no_segments(base_output, &error)) {
+    std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
+    return 1;
+  }
   trace::TraceWriter writer;
   writer.block_bytes = static_cast<uint64_t>(o.block_kb) << 10;
-  if (!writer.open(o.output, &error)) {
+  if (!writer.open(o.output, &error, !segmented)) {
     std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
     return 1;
   }
@@ -465,6 +531,7 @@ int record_command(int argc, char** argv) {
   bpf_map* events = nullptr;
   bpf_map* stacks = nullptr;  // --stacks: the stack map
   const volatile __u64* dropped = nullptr;  // the BPF side's drop count (mmapped .bss)
+  volatile __u32* stopped = nullptr;        // set: every program stops emitting at once
   int loaded = -1;
   if (stock) {
     stock_skel.reset(jvmtrace_stock__open());
@@ -480,6 +547,7 @@ int record_command(int argc, char** argv) {
       obj = stock_skel->obj;
       events = stock_skel->maps.events;
       dropped = &stock_skel->bss->dropped;
+      stopped = &stock_skel->bss->stopped;
       stacks = stock_skel->maps.stacks;
     }
   } else {
@@ -493,27 +561,26 @@ int record_command(int argc, char** argv) {
       obj = usdt_skel->obj;
       events = usdt_skel->maps.events;
       dropped = &usdt_skel->bss->dropped;
+      stopped = &usdt_skel->bss->stopped;
       stacks = usdt_skel->maps.stacks;
     }
   }
   if (loaded != 0) {
     std::fprintf(stderr, "jvmtrace record: loading the BPF programs failed: %s\n", bpf_load_hint(errno).c_str());
-    unlink(o.output.c_str());
+    writer.discard();
     return 1;
   }
 
   Recorder recorder(o.pid, &writer, stock ? &stock_target : nullptr);
-  // --stacks: the perf map first (jcmd takes ~0.5 s), so that the first
-  // stacks already have their Java frames' names.
+  // --stacks: the perf map first (the attach operation takes ~0.1-0.5 s),
+  // so that the first stacks already have their Java frames' names.  A
+  // refresh that fails says why itself (stack_symbolizer.cpp).
   std::unique_ptr<StackSymbolizer> symbolizer;
   std::unique_ptr<PerfMapRefresher> refresher;
   if (o.stacks) {
     symbolizer = std::make_unique<StackSymbolizer>(o.pid);
     refresher = std::make_unique<PerfMapRefresher>(o.pid, o.perfmap_seconds);
-    if (!refresher->problem().empty())
-      std::fprintf(stderr, "jvmtrace record: JIT-compiled Java frames will be unnamed: %s\n", refresher->problem().c_str());
-    else if (!refresher->run_now(10))
-      std::fprintf(stderr, "jvmtrace record: jcmd %d Compiler.perfmap failed; JIT-compiled frames may be unnamed\n", o.pid);
+    refresher->run_now(10);
     symbolizer->load_perf_map();
     if (process_cmdline(o.pid).find("-XX:+PreserveFramePointer") == std::string::npos)
       std::fprintf(stderr, "jvmtrace record: PID %d may run without -XX:+PreserveFramePointer: stacks will stop at "
@@ -523,16 +590,23 @@ int record_command(int argc, char** argv) {
   RingBuffer rb(ring_buffer__new(bpf_map__fd(events), &Recorder::on_event, &recorder, nullptr));
   if (!rb) {
     std::fprintf(stderr, "jvmtrace record: ring buffer: %s\n", std::strerror(errno));
-    unlink(o.output.c_str());
+    writer.discard();
     return 1;
   }
   const uint64_t region_bytes = g1_region_bytes(o.pid, target.binary);  // for report --check
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   const uint64_t mono0 = clock_ns(CLOCK_MONOTONIC), real0 = clock_ns(CLOCK_REALTIME);
-  writer.meta(std::string("jvmtrace_version=1\nmode=") + (stock ? "stock" : "usdt") +
-              "\npid=" + std::to_string(o.pid) + "\nbinary=" + target.binary +
-              "\nhost=" + host + "\ncmdline=" + process_cmdline(o.pid) +
+  // Values escaped (trace::meta_escape): the command line is the target's to
+  // choose, and must not end its line.  Cut so the record stays below its
+  // limit (kMaxMetaLen) with every key in it.
+  std::string cmdline = process_cmdline(o.pid);
+  const size_t cmdline_bytes = cmdline.size();
+  if (cmdline.size() > kMaxCmdline) cmdline.resize(kMaxCmdline);
+  writer.meta("jvmtrace_version=" + std::to_string(trace::kMetaVersion) + "\nmode=" + (stock ? "stock" : "usdt") +
+              "\npid=" + std::to_string(o.pid) + "\nbinary=" + trace::meta_escape(target.binary) +
+              "\nhost=" + trace::meta_escape(host) + "\ncmdline=" + trace::meta_escape(cmdline) +
+              (cmdline_bytes > kMaxCmdline ? "\ncmdline_bytes=" + std::to_string(cmdline_bytes) : std::string()) +
               "\nstart_monotonic_ns=" + std::to_string(mono0) + "\nstart_realtime_ns=" + std::to_string(real0) +
               "\nring_buffer_bytes=" + std::to_string(ring_bytes) +
               (region_bytes ? "\nheap_region_bytes=" + std::to_string(region_bytes) : std::string()) +
@@ -545,7 +619,13 @@ int record_command(int argc, char** argv) {
   if (!attached) {
     std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
     links.clear();
-    unlink(o.output.c_str());
+    writer.discard();
+    return 1;
+  }
+  if (!writer.commit(&error)) {
+    std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
+    links.clear();
+    writer.discard();
     return 1;
   }
   std::fprintf(stderr, "Recording PID %d (%zu %s in %s) to %s. Hit Ctrl-C to end.\n", o.pid, links.size(),
@@ -556,10 +636,16 @@ int record_command(int argc, char** argv) {
   auto next_progress = start;
   uint64_t dropped_seen = 0;
   auto last_warning = start - std::chrono::seconds(10);
+  uint64_t malformed_seen = 0, unpaired_seen = 0;
   auto note_drops = [&] {
+    const uint64_t now_ns = clock_ns(CLOCK_MONOTONIC);
+    writer.lost(now_ns, recorder.malformed_ - malformed_seen, trace::kLostMalformed);
+    malformed_seen = recorder.malformed_;
+    writer.lost(now_ns, recorder.gc_end_unpaired_ - unpaired_seen, trace::kLostGcEndUnpaired);
+    unpaired_seen = recorder.gc_end_unpaired_;
     const uint64_t d = *dropped;
     if (d > dropped_seen) {
-      writer.lost(clock_ns(CLOCK_MONOTONIC), d - dropped_seen);
+      writer.lost(now_ns, d - dropped_seen, trace::kLostRingBuffer);
       dropped_seen = d;
       // Live, also without the progress line (which shows it anyway).
       if (!o.progress && clock::now() - last_warning >= std::chrono::seconds(5)) {
@@ -608,7 +694,11 @@ int record_command(int argc, char** argv) {
         segments.push_back(next);
         o.output = next;
         while (o.keep && segments.size() > static_cast<size_t>(o.keep)) {
-          unlink(segments.front().c_str());
+          // rotate() synced the segment just finished: the data it holds is on
+          // disk before the oldest goes.
+          if (!writer.remove_file(segments.front()))
+            std::fprintf(stderr, "jvmtrace record: cannot remove the old segment %s: %s\n", segments.front().c_str(),
+                         std::strerror(errno));
           segments.pop_front();
         }
       }
@@ -626,7 +716,10 @@ int record_command(int argc, char** argv) {
     if (o.duration > 0 && secs >= o.duration) { reason = trace::kEndDuration; break; }
     if (!process_alive(o.pid)) { reason = trace::kEndTargetExit; break; }
   }
-  // Detach first, then take what is still queued: nothing is lost between.
+  // Stop every program at one moment, then detach (uprobes go one at a
+  // time, over milliseconds: events of the probes still attached would end
+  // the trace inconsistently), then take what is still queued.
+  __atomic_store_n(stopped, 1u, __ATOMIC_SEQ_CST);
   links.clear();
   ring_buffer__consume(rb.get());
   note_drops();
@@ -642,12 +735,20 @@ int record_command(int argc, char** argv) {
   writer.end(clock_ns(CLOCK_MONOTONIC), reason, reason_text);
   const bool ok = writer.close();
   if (o.progress) std::fputc('\n', stderr);
-  std::fprintf(stderr, "jvmtrace record: %s after %.1f s: %llu events, %llu bytes (%.2f B/event), %llu lost%s -> %s\n",
+  std::string lost_detail;  // every cause, 0 or not: a reader of the line need not guess
+  for (uint8_t k = 0; k < trace::kLostKindCount; k++)
+    lost_detail += std::string(k ? ", " : "") + trace::lost_kind_text(k) + " " + std::to_string(writer.lost_of(k));
+  std::fprintf(stderr, "jvmtrace record: %s after %.1f s: %llu events, %llu bytes (%.2f B/event), %llu lost (%s)%s -> %s\n",
                reason_text.c_str(), secs, (unsigned long long)writer.events(),
                (unsigned long long)writer.bytes_total(),
                writer.events() ? double(writer.bytes_total()) / writer.events() : 0.0,
-               (unsigned long long)writer.lost_total(),
-               writer.lost_total() ? " (ring buffer full: try a larger --buffer-mb)" : "", o.output.c_str());
+               (unsigned long long)writer.lost_total(), lost_detail.c_str(),
+               writer.lost_of(trace::kLostRingBuffer) ? " (ring buffer full: try a larger --buffer-mb)" : "",
+               o.output.c_str());
+  if (o.verbose)
+    std::fprintf(stderr, "jvmtrace record: %llu blocks in the last file; the largest block payload %zu bytes "
+                 "(the limit: %u); %.1f ms in fsync/fdatasync\n", (unsigned long long)writer.blocks(),
+                 writer.largest_payload(), trace::kMaxPayload, writer.sync_ns() / 1e6);
   if (o.stacks)
     std::fprintf(stderr, "jvmtrace record: %llu distinct stacks (%llu renamed once the perf map named their JIT "
                  "code); %llu stack(s) not captured; %llu unnamed JIT frame(s) seen\n",
@@ -655,9 +756,6 @@ int record_command(int argc, char** argv) {
                  (unsigned long long)recorder.stacks_missing_, (unsigned long long)symbolizer->unresolved_jit());
   for (const auto& [err, n] : recorder.stack_errors_)
     std::fprintf(stderr, "jvmtrace record: %llu stack(s) not captured: %s\n", (unsigned long long)n, std::strerror(err));
-  if (recorder.malformed_)
-    std::fprintf(stderr, "jvmtrace record: %llu malformed kernel records ignored\n",
-                 (unsigned long long)recorder.malformed_);
   if (!ok) {
     std::fprintf(stderr, "jvmtrace record: %s\n", writer.error().c_str());
     return 1;

@@ -84,7 +84,12 @@ void print_report(analysis::TraceSummary& sum, bool json, double interval, int t
                     json_escape(sum.reader.meta_value("cmdline")) + "\", \"mode\": \"" + json_escape(sum.reader.meta_value("mode")) +
                     "\", \"status\": \"" + json_escape(st.describe()) + "\", \"end\": \"" + json_escape(sum.end_text) +
                     "\", \"events\": " + std::to_string(sum.events) + ", \"lost\": " + std::to_string(sum.lost) +
-                    ", \"span_s\": " + std::to_string(span_s) + ", \"events_by_probe\": {";
+                    ", \"lost_by_kind\": {";
+    for (int k = 0; k < trace::kLostKindCount; k++)
+      s += std::string(k ? ", " : "") + "\"" + trace::lost_kind_name(k) + "\": " + std::to_string(sum.lost_by_kind[k]);
+    for (int k = trace::kLostKindCount; k < 16; k++)  // from a newer recorder
+      if (sum.lost_by_kind[k]) s += ", \"kind_" + std::to_string(k) + "\": " + std::to_string(sum.lost_by_kind[k]);
+    s += "}, \"span_s\": " + std::to_string(span_s) + ", \"events_by_probe\": {";
     for (int p = 0; p < JT_PROBE_COUNT; p++)
       s += std::string(p ? ", " : "") + "\"" + trace::probe_info(p).name + "\": " + std::to_string(sum.by_probe[p]);
     s += "}, \"encoded_event_bytes\": " + stats_json(ev_bytes) + ", \"encoded_bytes_by_probe\": {";
@@ -137,12 +142,18 @@ void print_report(analysis::TraceSummary& sum, bool json, double interval, int t
     std::printf("%s\n", s.c_str());
     return;
   }
-  std::printf("jvmtrace report: PID %s, %s mode\n  %s\n", sum.reader.meta_value("pid").c_str(), sum.reader.meta_value("mode").c_str(),
-              sum.reader.meta_value("cmdline").c_str());
+  std::printf("jvmtrace report: PID %s, %s mode\n  %s\n", trace::meta_escape(sum.reader.meta_value("pid")).c_str(),
+              trace::meta_escape(sum.reader.meta_value("mode")).c_str(),
+              trace::meta_escape(sum.reader.meta_value("cmdline")).c_str());
   if (!sum.reader.meta_value("stock_coverage").empty())
     std::printf("  stock mode records: %s\n", sum.reader.meta_value("stock_coverage").c_str());
   std::printf("  %" PRIu64 " events over %.3f s, %" PRIu64 " lost; trace %s%s%s\n", sum.events, span_s, sum.lost,
               st.describe().c_str(), sum.end_text.empty() ? "" : "; ended: ", sum.end_text.c_str());
+  std::printf("  lost by cause:");
+  for (int k = 0; k < 16; k++)
+    if (k < trace::kLostKindCount || sum.lost_by_kind[k])
+      std::printf("%s %s %" PRIu64, k ? "," : "", trace::lost_kind_text(static_cast<uint8_t>(k)), sum.lost_by_kind[k]);
+  std::printf("\n");
   std::printf("  trace: %" PRIu64 " bytes, %.2f per event; an event record is %" PRIu64 " bytes at the median, %" PRIu64
               " at p99\n",
               sum.reader.size(), sum.events ? double(sum.reader.size()) / sum.events : 0.0, ev_bytes.p50, ev_bytes.p99);

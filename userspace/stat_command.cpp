@@ -36,8 +36,11 @@ const char* const kCounterNames[] = {
     "tlab_refills",  "tlab_bytes",  "tlab_waste_bytes", "slow_paths",           "slow_failed",
     "slow_after_gc", "outside_allocs", "outside_bytes", "gc_starts",            "gc_ends",
     "plabs",         "plab_bytes",  "plab_waste_bytes", "promoted_direct",      "promoted_direct_bytes",
-    "map_full_drops", "names_lost"};
+    "map_full_drops", "names_lost", "gc_inflight_full_drops", "gc_ends_without_start",
+    "slow_exits_without_enter"};
 static_assert(sizeof(kCounterNames) / sizeof(*kCounterNames) == JT_COUNTER_COUNT, "counter names");
+// Counted in user space: new-key notices from the kernel too short to read.
+const char* const kMalformedName = "malformed_notices";
 
 struct HistInfo {
   const char* name;   // JSON key
@@ -166,7 +169,10 @@ class StatSession {
  public:
   static int on_new_key(void* ctx, void* data, size_t size) {
     auto* self = static_cast<StatSession*>(ctx);
-    if (size < sizeof(jt_new_key)) return 0;
+    if (size < sizeof(jt_new_key)) {  // not a notice: counted, shown as malformed_notices
+      self->malformed_notices_++;
+      return 0;
+    }
     const auto* k = static_cast<const jt_new_key*>(data);
     if (k->kind == JT_KEY_THREAD) {
       std::string c = thread_comm(self->o_.pid, static_cast<uint32_t>(k->key));
@@ -213,7 +219,8 @@ class StatSession {
                 stock_ ? " (stock mode: no slow-path, TLAB waste or PLAB figures)"
                 : o_.slow_path ? "" : " (--no-slow-path: no slow-path latency or outside-TLAB figures)");
     for (int c = 0; c < JT_COUNTER_COUNT; c++)
-      std::printf("  %-22s %llu\n", kCounterNames[c], (unsigned long long)counters_[c]);
+      std::printf("  %-24s %llu\n", kCounterNames[c], (unsigned long long)counters_[c]);
+    std::printf("  %-24s %llu\n", kMalformedName, (unsigned long long)malformed_notices_);
     for (int h = 0; h < JT_HIST_COUNT; h++) {
       std::printf("\n%s:\n", kHists[h].title);
       print_log2_hist(stdout, hists_[h].slots, JT_HIST_SLOTS, kHists[h].unit, kHists[h].divisor);
@@ -246,6 +253,11 @@ class StatSession {
       s += "# HELP " + name + " jvmtrace stat counter " + kCounterNames[c] + " (docs/stat.md)\n# TYPE " + name +
            " counter\n" + name + "{" + labels + "} " + std::to_string(counters_[c]) + "\n";
     }
+    {
+      const std::string name = std::string("jvmtrace_") + kMalformedName + "_total";
+      s += "# HELP " + name + " jvmtrace stat: kernel notices too short to read (docs/stat.md)\n# TYPE " + name +
+           " counter\n" + name + "{" + labels + "} " + std::to_string(malformed_notices_) + "\n";
+    }
     for (int h = 0; h < JT_HIST_COUNT; h++) {
       const std::string name = std::string("jvmtrace_") + kHists[h].name + "_" +
                                (std::strcmp(kHists[h].unit, "usecs") == 0 ? "microseconds" : kHists[h].unit);
@@ -260,6 +272,7 @@ class StatSession {
                     ", \"mode\": \"" + (stock_ ? "stock" : "usdt") + "\", \"slow_path_probes\": " + (o_.slow_path && !stock_ ? "true" : "false") + ", \"counters\": {";
     for (int c = 0; c < JT_COUNTER_COUNT; c++)
       s += std::string(c ? ", " : "") + "\"" + kCounterNames[c] + "\": " + std::to_string(counters_[c]);
+    s += std::string(", \"") + kMalformedName + "\": " + std::to_string(malformed_notices_);
     s += "}, \"histograms\": {";
     for (int h = 0; h < JT_HIST_COUNT; h++)
       s += std::string(h ? ", " : "") + "\"" + kHists[h].name + "\": " +
@@ -293,6 +306,7 @@ class StatSession {
   std::vector<ClassRow> classes_;
   std::unordered_map<uint32_t, std::string> comm_;
   std::unordered_map<uint64_t, std::string> names_;
+  uint64_t malformed_notices_ = 0;  // user space's own count, beside the kernel's counters
 };
 
 }  // namespace
@@ -321,7 +335,8 @@ int stat_command(int argc, char** argv) {
       case 'i':
       case 'd':
         if (!parse_seconds(optarg, c == 'i' ? &o.interval : &o.duration)) {
-          std::fprintf(stderr, "jvmtrace stat: -%c takes a positive number of seconds, not '%s'\n", c, optarg);
+          std::fprintf(stderr, "jvmtrace stat: %s takes a number of seconds above 0, at most 1e7, not '%s'\n",
+                       c == 'i' ? "-i/--interval" : "-d/--duration", optarg);
           usage(stderr);
           return 2;
         }
@@ -329,7 +344,7 @@ int stat_command(int argc, char** argv) {
       case 't': {
         long v;
         if (!parse_long(optarg, 1, 100000, &v)) {
-          std::fprintf(stderr, "jvmtrace stat: --top takes a positive number, not '%s'\n", optarg);
+          std::fprintf(stderr, "jvmtrace stat: --top takes a number from 1 to 100000, not '%s'\n", optarg);
           return 2;
         }
         o.top = static_cast<int>(v);

@@ -1,5 +1,7 @@
 #include "trace_codec.h"
 
+#include <cstdlib>
+
 #include "varint.h"
 
 namespace jvmtrace::trace {
@@ -51,6 +53,61 @@ const char* end_reason_name(uint8_t reason) {
   static const char* const names[kEndReasonCount] = {"interrupted", "duration elapsed", "target exited",
                                                      "error", "continued in the next segment"};
   return reason < kEndReasonCount ? names[reason] : "unknown";
+}
+
+const char* lost_kind_name(uint8_t kind) {
+  static const char* const names[kLostKindCount] = {"ring_buffer_full", "malformed_kernel_records",
+                                                    "gc_ends_without_start"};
+  return kind < kLostKindCount ? names[kind] : "unknown_kind";
+}
+
+const char* lost_kind_text(uint8_t kind) {
+  static const char* const names[kLostKindCount] = {"ring buffer full", "malformed kernel records",
+                                                    "GC ends without a start"};
+  return kind < kLostKindCount ? names[kind] : "a cause unknown to this jvmtrace";
+}
+
+std::string meta_escape(const std::string& value) {
+  std::string o;
+  o.reserve(value.size());
+  for (char c : value) {
+    if (c == '\\') o += "\\\\";
+    else if (c == '\n') o += "\\n";
+    else o += c;
+  }
+  return o;
+}
+
+std::string meta_unescape(const std::string& value) {
+  std::string o;
+  o.reserve(value.size());
+  for (size_t i = 0; i < value.size(); i++) {
+    if (value[i] == '\\' && i + 1 < value.size() && (value[i + 1] == '\\' || value[i + 1] == 'n')) {
+      o += value[i + 1] == 'n' ? '\n' : '\\';
+      i++;
+    } else {
+      o += value[i];  // anything else stands for itself, a lone backslash too
+    }
+  }
+  return o;
+}
+
+std::vector<std::pair<std::string, std::string>> parse_meta(const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> kv;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    const size_t eq = text.find('=', pos);
+    if (eq != std::string::npos && eq < nl) kv.emplace_back(text.substr(pos, eq - pos), text.substr(eq + 1, nl - eq - 1));
+    pos = nl + 1;
+  }
+  // The first line says whether values are escaped; it cannot be forged, as
+  // every value before it would have to be.
+  static const std::string kVersionKey = "jvmtrace_version";
+  if (!kv.empty() && kv[0].first == kVersionKey && std::strtol(kv[0].second.c_str(), nullptr, 10) >= kMetaVersion)
+    for (auto& p : kv) p.second = meta_unescape(p.second);
+  return kv;
 }
 
 void BlockCodec::reset() {
@@ -184,8 +241,8 @@ bool BlockCodec::get_gc_dest(const uint8_t** pp, const uint8_t* end, uint64_t* g
   return true;
 }
 
-void BlockCodec::put_lost(std::string* out, uint64_t ts_ns, uint64_t count) {
-  out->push_back(static_cast<char>(kLost));
+void BlockCodec::put_lost(std::string* out, uint64_t ts_ns, uint64_t count, uint8_t kind) {
+  out->push_back(static_cast<char>(kLost | (kind & 0x0f) << 4));
   put_ts(out, ts_ns);
   put_varint(out, count);
 }
@@ -361,6 +418,7 @@ bool BlockCodec::get(const uint8_t** pp, const uint8_t* end, Record* r, const ch
       if (!get_text(&p, end, kMaxNameLen, &r->text)) return fail("name record: name cut off or too long");
       break;
     case kLost:
+      r->id = tag >> 4;  // enum LostKind
       if (!ts(&r->ts_ns)) return fail("lost record: timestamp cut off");
       GET(r->count);
       break;

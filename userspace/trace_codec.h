@@ -15,7 +15,7 @@ struct Record {
   uint8_t type = 0;       // 0..7: an event (probe); else RecordType
   Event event;            // events
   uint64_t ts_ns = 0;     // events, kLost, kEnd
-  uint64_t id = 0;        // kThread index, kClass / kString id, kEnd reason
+  uint64_t id = 0;        // kThread index, kClass / kString id, kEnd reason, kLost kind
   uint64_t tid = 0;       // kThread
   uint64_t count = 0;     // kLost count, kEnd events
   uint64_t lost = 0;      // kEnd
@@ -32,7 +32,7 @@ class BlockCodec {
 
   // Appends a record to out.
   void put_event(std::string* out, const Event& e);
-  void put_lost(std::string* out, uint64_t ts_ns, uint64_t count);
+  void put_lost(std::string* out, uint64_t ts_ns, uint64_t count, uint8_t kind = kLostRingBuffer);
   void put_end(std::string* out, uint64_t ts_ns, uint8_t reason, uint64_t events, uint64_t lost,
                const std::string& text);
   static void put_thread(std::string* out, uint32_t index, uint32_t tid, const std::string& name);
@@ -70,5 +70,11 @@ class BlockCodec {
 // Names longer than this are cut when written and rejected when read.
 constexpr uint64_t kMaxNameLen = 4096;
 constexpr uint64_t kMaxMetaLen = 1 << 16;
+// The largest record the writer can put (a meta record of kMaxMetaLen): a
+// block is written before a record could take it past kMaxPayload.
+constexpr size_t kMaxRecordBytes = 1 + 10 + kMaxMetaLen;
+static_assert(1 + 10 + 10 + 10 * kMaxStackFrames <= kMaxRecordBytes, "a stack record fits the margin");
+static_assert(1 + 4 * 10 + 10 + kMaxNameLen <= kMaxRecordBytes, "a name or end record fits the margin");
+static_assert(kMaxRecordBytes * 4 < kMaxPayload, "a block holds several of the largest records");
 
 }  // namespace jvmtrace::trace

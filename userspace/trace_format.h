@@ -12,6 +12,8 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "jvmtrace_events.h"
 
@@ -22,8 +24,11 @@ constexpr uint32_t kVersion = 1;
 constexpr size_t kFileHeaderSize = 16;
 constexpr char kBlockMagic[4] = {'J', 'T', 'B', 'K'};
 constexpr size_t kBlockHeaderSize = 28;
-constexpr uint32_t kMaxPayload = 16u << 20;
-constexpr uint64_t kMaxStackFrames = 1024;  // a reader rejects longer stack records as corrupt  // a reader rejects larger blocks as corrupt
+constexpr uint32_t kMaxPayload = 16u << 20;  // a reader rejects larger blocks as corrupt
+constexpr uint64_t kMaxStackFrames = 1024;   // a reader rejects longer stack records as corrupt
+// record --block-kb's largest value: a block of that size is still one the
+// reader accepts (the writer also never lets a block grow past kMaxPayload).
+constexpr long kMaxBlockKb = kMaxPayload >> 10;
 
 // Record types: the low 4 bits of a record's tag byte.  0..7 are events
 // (enum jt_probe); an event's high 4 bits hold its thread index + 1 when the
@@ -32,12 +37,35 @@ enum RecordType : uint8_t {
   kThread = 8,   // varint index, varint tid, varint len, name
   kClass = 9,    // varint id, varint len, name         (ids 0, 1, 2, ... in order)
   kString = 10,  // varint id, varint len, text         (GC names and causes)
-  kLost = 11,    // ts delta, varint count: events the kernel dropped since the last kLost
-  kMeta = 12,    // varint len, "key=value\n" lines
+  kLost = 11,    // ts delta, varint count: events lost since the last kLost of its kind
+                 // (the kind, enum LostKind, in the tag's high 4 bits)
+  kMeta = 12,    // varint len, "key=value\n" lines, values escaped (meta_escape)
   kEnd = 13,     // ts delta, varint reason, varint events, varint lost, varint len, text
   kStack = 14,   // varint id, varint n, n x varint string id: a call stack, leaf first
   kEventStack = 15,  // varint stack id + 1 (0: none captured): the preceding event's stack
 };
+
+// Why events were lost (a kLost record's tag holds it in its high 4 bits;
+// a reader that predates the kinds reads every kind as kernel drops).
+enum LostKind : uint8_t {
+  kLostRingBuffer = 0,    // the kernel found the ring buffer full
+  kLostMalformed = 1,     // a ring-buffer record too short or not a jt_event
+  kLostGcEndUnpaired = 2, // stock mode: a GC end whose start was not seen
+  kLostKindCount,
+};
+// Machine names ("ring_buffer_full", ...) and words for a person.
+const char* lost_kind_name(uint8_t kind);
+const char* lost_kind_text(uint8_t kind);
+
+// Meta values are escaped (version 2 of the meta record, jvmtrace_version=2
+// as its first line): "\\" for a backslash, "\n" for a newline, so a value
+// (a target's command line) cannot end its line and forge a later key.
+std::string meta_escape(const std::string& value);
+std::string meta_unescape(const std::string& value);
+// The meta record's (key, value) pairs in order, values unescaped when the
+// record is version 2 or later (older traces hold them as written).
+std::vector<std::pair<std::string, std::string>> parse_meta(const std::string& text);
+constexpr int kMetaVersion = 2;
 
 // Why a recording ended (kEnd).
 enum EndReason : uint8_t {

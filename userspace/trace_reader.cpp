@@ -94,14 +94,8 @@ size_t TraceReader::fetch(uint8_t* dst, size_t n) {
 }
 
 std::string TraceReader::meta_value(const std::string& key) const {
-  const std::string k = key + "=";
-  size_t pos = 0;
-  while (pos < meta_.size()) {
-    size_t nl = meta_.find('\n', pos);
-    if (nl == std::string::npos) nl = meta_.size();
-    if (meta_.compare(pos, k.size(), k) == 0) return meta_.substr(pos + k.size(), nl - pos - k.size());
-    pos = nl + 1;
-  }
+  for (const auto& [k, v] : meta_fields_)
+    if (k == key) return v;  // the first: a later line with the same key is not the recorder's
   return {};
 }
 
@@ -232,7 +226,10 @@ ReadStatus TraceReader::read(const RecordFn& fn) {
     // Tables are complete for the whole block now; a record's callback may
     // see definitions that follow it in the same block, which is harmless.
     for (const Record& r : records) {
-      if (r.type == kMeta) meta_ = r.text;
+      if (r.type == kMeta) {
+        meta_ = r.text;
+        meta_fields_ = parse_meta(r.text);
+      }
       fn(r, offset);
     }
     blocks_++;

@@ -50,8 +50,10 @@ class TraceReader {
   const std::vector<std::string>& strings() const { return strings_; }
   const std::vector<std::vector<uint64_t>>& stacks() const { return stacks_; }  // string ids, leaf first
   const std::string& meta() const { return meta_; }
-  // The value of key in the meta record ("" if absent).
+  // The value of key in the meta record ("" if absent), unescaped.
   std::string meta_value(const std::string& key) const;
+  // Every (key, value) of the meta record in order, values unescaped.
+  const std::vector<std::pair<std::string, std::string>>& meta_fields() const { return meta_fields_; }
   uint64_t blocks() const { return blocks_; }
   uint64_t size() const { return size_; }
 
@@ -68,6 +70,7 @@ class TraceReader {
   std::vector<std::string> classes_, strings_;
   std::vector<std::vector<uint64_t>> stacks_;
   std::string meta_;
+  std::vector<std::pair<std::string, std::string>> meta_fields_;
 };
 
 }  // namespace jvmtrace::trace

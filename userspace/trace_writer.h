@@ -19,8 +19,21 @@ class TraceWriter {
   TraceWriter& operator=(const TraceWriter&) = delete;
   ~TraceWriter();
 
-  // Creates (or truncates) path and writes the file header.
-  bool open(const std::string& path, std::string* error);
+  // Creates path and writes the file header.  Never follows a symlink at
+  // path nor writes into a file that exists: a new name is created with
+  // O_CREAT|O_EXCL|O_NOFOLLOW.  An existing regular file is an error unless
+  // replace; then the trace is written to a new temporary file in the same
+  // directory, which commit() renames over path (until then the old file is
+  // untouched, and discard() removes the temporary).  A symlink or anything
+  // but a regular file at path is always an error.
+  bool open(const std::string& path, std::string* error, bool replace = false);
+  // Puts the file at its name (a no-op unless open() made a temporary).
+  bool commit(std::string* error);
+  // Closes and removes the file this writer created (an aborted recording).
+  void discard();
+  // Removes name, a file this writer wrote earlier (an old segment), in the
+  // directory it writes into; false with errno.
+  bool remove_file(const std::string& path);
 
   // Table entries: ids are given out in order.  A definition goes into the
   // current block, before any record that uses it.
@@ -37,7 +50,7 @@ class TraceWriter {
   void event_stack(int64_t stack);
 
   void event(const Event& e);
-  void lost(uint64_t ts_ns, uint64_t count);
+  void lost(uint64_t ts_ns, uint64_t count, uint8_t kind = kLostRingBuffer);
   void end(uint64_t ts_ns, uint8_t reason, const std::string& text);
 
   // Writes the block if it holds at least block_bytes or its first record is
@@ -56,23 +69,33 @@ class TraceWriter {
   const std::string& error() const { return error_; }
   uint64_t events() const { return events_; }
   uint64_t lost_total() const { return lost_; }
+  uint64_t lost_of(uint8_t kind) const { return kind < kLostKindCount ? lost_by_kind_[kind] : 0; }
   uint64_t bytes() const { return offset_ + payload_.size() + (records_ ? kBlockHeaderSize : 0); }
   uint64_t bytes_on_disk() const { return offset_; }  // of the current file
   uint64_t bytes_total() const { return earlier_bytes_ + offset_; }
   uint64_t blocks() const { return seq_; }
+  uint64_t sync_ns() const { return sync_ns_; }  // spent in fdatasync/fsync so far
+  size_t largest_payload() const { return largest_payload_; }
 
   uint64_t block_bytes = 256 << 10;
   uint64_t max_age_ns = 1000000000;
 
  private:
   void record_added(uint64_t now_ns);
-  bool open_file(const std::string& path, std::string* error);
+  // Writes the block first if a record of up to kMaxRecordBytes might not fit
+  // into kMaxPayload: no block is ever one the reader refuses.
+  void make_room();
+  bool open_file(const std::string& path, std::string* error, bool replace);
+  bool sync_dir(std::string* error);
 
-  int fd_ = -1;
+  int fd_ = -1, dir_fd_ = -1;
   std::string path_, error_, payload_;
+  std::string dir_, name_, temp_name_;  // path_'s directory and file name; the temporary (replace)
   BlockCodec codec_;
   uint32_t seq_ = 0, records_ = 0, threads_ = 0, classes_ = 0, strings_ = 0;
-  uint64_t offset_ = 0, events_ = 0, lost_ = 0, block_born_ns_ = 0, earlier_bytes_ = 0;
+  uint64_t offset_ = 0, events_ = 0, lost_ = 0, block_born_ns_ = 0, earlier_bytes_ = 0, sync_ns_ = 0;
+  uint64_t lost_by_kind_[kLostKindCount] = {};
+  size_t largest_payload_ = 0;
   // What a new segment must repeat.
   std::string meta_;
   std::vector<std::pair<uint32_t, std::string>> thread_defs_;

@@ -48,6 +48,7 @@ Stats stats_of_counts(const uint64_t* counts, size_t n) {
 void TraceSummary::add(const trace::Record& rec) {
   if (rec.type == trace::kLost) {
     lost += rec.count;
+    lost_by_kind[rec.id & 15] += rec.count;
     return;
   }
   if (rec.type == trace::kEnd) {

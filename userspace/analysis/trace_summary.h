@@ -55,6 +55,7 @@ class TraceSummary {
 
   const trace::TraceReader& reader;
   uint64_t events = 0, lost = 0, first_ns = 0, last_ns = 0, end_ns = 0, tlab_waste = 0;
+  uint64_t lost_by_kind[16] = {};  // by trace::LostKind (a kLost tag's 4 bits)
   uint64_t by_probe[JT_PROBE_COUNT] = {}, probe_bytes[JT_PROBE_COUNT] = {};
   // Encoded sizes as counts, not a list: report's memory must not grow with
   // the trace (an event record is a few bytes; the last slot holds larger ones).
