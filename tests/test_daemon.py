@@ -312,7 +312,7 @@ def test_full_trace_directory_stops_the_recording_and_the_daemon_goes_on(tmp_pat
     and the daemon keeps serving."""
     small = tmp_path / "small"
     small.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(small)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0750", "tmpfs", str(small)], check=True)
     d = Daemon(tmp_path, "--trace-dir", str(small))  # the later --trace-dir wins
     proc = start_busy_jvm(d, jdks, java_classes, tmp_path)
     try:
@@ -458,6 +458,15 @@ def test_disk_cap_below_one_recording_stops_it_then_makes_room_for_the_next(tmp_
         d.stop()
 
 
+def proc_text(pid, name):
+    """/proc/PID/name, or "" if that process has gone meanwhile (other processes come and go)."""
+    try:
+        with open(f"/proc/{pid}/{name}") as f:
+            return f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
+
+
 def test_jvm_in_its_own_pid_namespace_is_found_and_traced(daemon, jdks, java_classes, tmp_path):
     """A JVM started in a new PID namespace (as in a container): listed with
     its host PID and its PID inside the namespace, and stat attaches to it."""
@@ -468,9 +477,8 @@ def test_jvm_in_its_own_pid_namespace_is_found_and_traced(daemon, jdks, java_cla
     try:
         ns_pid = int(out.wait_for(lambda l: l.startswith("ready"), 60, "ready").split()[1])
         host_pid = next(int(p) for p in os.listdir("/proc") if p.isdigit() and
-                        open(f"/proc/{p}/status").read().count("NSpid:") and
-                        re.search(rf"^NSpid:\s+\d+\s+{ns_pid}$", open(f"/proc/{p}/status").read(), re.M) and
-                        "AllocWorker" in open(f"/proc/{p}/cmdline").read())
+                        re.search(rf"^NSpid:\s+\d+\s+{ns_pid}$", proc_text(p, "status"), re.M) and
+                        "AllocWorker" in proc_text(p, "cmdline"))
         assert host_pid != ns_pid
         daemon.wait_listed(host_pid)
         assert re.search(rf"^{host_pid}\s+{ns_pid}\s+jvmtrace\s", daemon.client("list").stdout, re.M)
@@ -507,3 +515,345 @@ def test_group_members_may_use_the_socket(tmp_path):
     finally:
         d.stop()
         os.rmdir(sockdir)
+
+
+# --- never held up, never trusting: concurrency, groups, the trace directory ---
+
+def gated_worker(tmp_path, ignore_sigint=False):
+    """A stand-in for --jvmtrace: it writes its arguments to a file, then waits
+    at a gate (a FIFO) until the test opens it, then runs the real jvmtrace.
+    So an attach through it provably cannot finish before the test lets it.
+    With ignore_sigint it also ignores SIGINT, as a hung worker would.
+    Returns (script, args_file, open_gate)."""
+    gate, args = tmp_path / "gate", tmp_path / "worker-args"
+    os.mkfifo(gate)
+    script = tmp_path / "gated-jvmtrace"
+    trap = "trap '' INT" if ignore_sigint else ""
+    script.write_text(f'#!/bin/sh\n{trap}\n'
+                      f'printf "%s\\n" "$@" > {args}.tmp && mv {args}.tmp {args}\n'
+                      f'read go < {gate}\nexec {JVMTRACE} "$@"\n')
+    script.chmod(0o755)
+
+    def open_gate(timeout=30):
+        deadline = time.monotonic() + timeout
+        while True:  # O_NONBLOCK: fails (ENXIO) until the worker waits at the gate
+            try:
+                fd = os.open(gate, os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise AssertionError("the gated worker never reached its gate")
+                time.sleep(0.05)
+        os.write(fd, b"go\n")
+        os.close(fd)
+
+    return script, args, open_gate
+
+
+def wait_file(path, timeout=30):
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} did not appear"
+        time.sleep(0.05)
+    return path.read_text()
+
+
+def timed(what, fn, limit):
+    """fn()'s result, failing if it takes longer than `limit` seconds."""
+    t0 = time.monotonic()
+    try:
+        out = fn()
+    except (socket.timeout, TimeoutError, subprocess.TimeoutExpired, OSError) as e:
+        raise AssertionError(f"{what} was not answered within {limit} s: {e!r}")
+    took = time.monotonic() - t0
+    print(f"{what}: {took * 1000:.0f} ms")
+    assert took < limit, f"{what} took {took:.2f} s"
+    return out, took
+
+
+def test_slow_attach_holds_up_neither_metrics_nor_other_clients(tmp_path, jdks, java_classes):
+    """An attach whose worker cannot attach yet (it waits at a gate) must not
+    hold the daemon up: a metrics scrape and a status request are answered
+    at once while it waits; then the attach completes with "ok"."""
+    script, args, open_gate = gated_worker(tmp_path)
+    d = Daemon(tmp_path, "--jvmtrace", str(script))
+    proc = start_jvm(jdks["unpatched"], java_classes, tmp_path, 20_000_000, tmp_path / "r.jfr", "hold")
+    attach = None
+    try:
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        d.wait_listed(proc.pid)
+        attach = subprocess.Popen([str(JVMTRACE), "daemon", "--socket", d.sock, "attach", str(proc.pid), "--stat"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert wait_file(args).split("\n")[:3] == ["stat", "-p", str(proc.pid)]  # the worker is at its gate
+        body, _ = timed("metrics scrape during the attach", lambda: urllib.request.urlopen(
+            f"http://127.0.0.1:{d.port}/metrics", timeout=5).read().decode(), 2)
+        m = parse_exposition(body)
+        assert value(m, "jvmtraced_attachments", kind="stat") == 0  # attaching, not attached
+        r, _ = timed("status during the attach", lambda: subprocess.run(
+            [str(JVMTRACE), "daemon", "--socket", d.sock, "status"], capture_output=True, text=True, timeout=5), 2)
+        assert r.returncode == 0 and r.stdout.startswith("jvmtraced pid") and "attaching 1" in r.stdout, r.stdout
+        r, _ = timed("a second attach of the same kind", lambda: subprocess.run(
+            [str(JVMTRACE), "daemon", "--socket", d.sock, "attach", str(proc.pid), "--stat"],
+            capture_output=True, text=True, timeout=5), 2)
+        assert r.returncode == 1 and "is being attached to PID" in r.stdout, r.stdout
+        assert attach.poll() is None, "the attach cannot have finished: its worker is still at the gate"
+        open_gate()
+        out, err = attach.communicate(timeout=60)
+        assert attach.returncode == 0 and out.startswith(f"ok: stat attached to PID {proc.pid}"), out + err
+        assert re.search(rf"^{proc.pid}\s+\d+\s+stock\s+stat\s", d.client("list").stdout, re.M)
+        r = d.client("detach", proc.pid)
+        assert r.returncode == 0 and r.stdout.startswith("ok: detached 1"), r.stdout
+    finally:
+        if attach and attach.poll() is None:
+            attach.kill()
+        proc.kill()
+        proc.wait(30)
+        d.stop()
+
+
+def test_a_worker_deaf_to_detach_is_killed_and_the_detach_answered(tmp_path, jdks, java_classes):
+    """A worker that ignores SIGINT (here: while it is still attaching): the
+    detach is answered once the daemon has killed it, 15 s after SIGINT; the
+    daemon serves others meanwhile, and the attach gets its error."""
+    script, args, _ = gated_worker(tmp_path, ignore_sigint=True)
+    d = Daemon(tmp_path, "--jvmtrace", str(script))
+    proc = start_jvm(jdks["unpatched"], java_classes, tmp_path, 20_000_000, tmp_path / "r.jfr", "hold")
+    attach = detach = None
+    try:
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        d.wait_listed(proc.pid)
+        attach = subprocess.Popen([str(JVMTRACE), "daemon", "--socket", d.sock, "attach", str(proc.pid), "--stat"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_file(args)
+        t0 = time.monotonic()
+        detach = subprocess.Popen([str(JVMTRACE), "daemon", "--socket", d.sock, "detach", str(proc.pid)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        r, _ = timed("status while a detach waits", lambda: subprocess.run(
+            [str(JVMTRACE), "daemon", "--socket", d.sock, "status"], capture_output=True, text=True, timeout=5), 2)
+        assert r.returncode == 0, r.stdout
+        timed("metrics while a detach waits", d.metrics, 2)
+        out, err = detach.communicate(timeout=60)
+        took = time.monotonic() - t0
+        assert detach.returncode == 0 and out.startswith(f"ok: detached 1 from PID {proc.pid}") and \
+            "did not stop in time and was killed" in out, out + err
+        assert 14 < took < 30, took  # SIGKILL 15 s after SIGINT, not before
+        out, err = attach.communicate(timeout=30)
+        assert attach.returncode == 1 and out.startswith(f"error: stat to PID {proc.pid} could not attach"), out + err
+        assert any("did not stop within 15 s of SIGINT: killed" in l for l in d.log.seen())
+        assert re.search(rf"^{proc.pid}\s+\d+\s+stock\s+-\s", d.client("list").stdout, re.M)
+    finally:
+        for p in (attach, detach):
+            if p and p.poll() is None:
+                p.kill()
+        proc.kill()
+        proc.wait(30)
+        d.stop()
+
+
+def test_a_slow_client_holds_up_no_one(daemon):
+    """A client that trickles its request a byte at a time (each byte well
+    within a per-read timeout) must not delay the others: the deadline is on
+    the whole request, and the daemon reads it without waiting for it."""
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(daemon.sock)
+    stop = False
+
+    def trickle():
+        for ch in b"status" * 10:
+            if stop:
+                return
+            try:
+                s.send(bytes([ch]))
+            except OSError:
+                return  # the daemon gave up on it: as it should
+            time.sleep(0.2)  # the slow client's pace (the adversary, not a wait)
+
+    import threading
+    t = threading.Thread(target=trickle, daemon=True)
+    t.start()
+    try:
+        time.sleep(0.3)  # the trickle has begun
+        for i in range(3):
+            r, _ = timed(f"status #{i} beside a trickling client", lambda: daemon.client("status"), 0.8)
+            assert r.returncode == 0, r.stdout
+        timed("metrics beside a trickling client", daemon.metrics, 0.8)
+        s.settimeout(10)
+        reply = s.recv(4096).decode()
+        assert reply.startswith("error: request not ended by a newline within 1 s"), reply
+    finally:
+        stop = True
+        s.close()
+        t.join(15)
+
+
+def make_user(name, primary, supplementary=None):
+    cmd = ["useradd", "-M", "-N", "-s", "/usr/sbin/nologin", "-g", primary]
+    if supplementary:
+        cmd += ["-G", supplementary]
+    subprocess.run(cmd + [name], check=True, capture_output=True)
+
+
+def test_supplementary_group_members_may_use_the_socket(tmp_path):
+    """--group G: a user whose primary group is another one but who is a
+    supplementary member of G is served; a user outside G is refused.
+    Real users and groups, made for the test and removed afterwards."""
+    import secrets
+    import tempfile
+    tag = secrets.token_hex(3)
+    dgroup, other, member, outsider = f"jvtd{tag}", f"jvto{tag}", f"jvtm{tag}", f"jvtx{tag}"
+    made_groups, made_users = [], []
+    sockdir = tempfile.mkdtemp(prefix="jvmtraced-supp")
+    os.chmod(sockdir, 0o755)
+    d = None
+    try:
+        for g in (dgroup, other):
+            subprocess.run(["groupadd", g], check=True, capture_output=True)
+            made_groups.append(g)
+        make_user(member, other, dgroup)
+        made_users.append(member)
+        make_user(outsider, other)
+        made_users.append(outsider)
+        import grp
+        import pwd
+        assert pwd.getpwnam(member).pw_gid == grp.getgrnam(other).gr_gid  # primary: not the daemon's group
+        d = Daemon(tmp_path, "--group", dgroup, "--socket", f"{sockdir}/d.sock")
+        d.sock = f"{sockdir}/d.sock"
+
+        def as_user(user, *args):
+            return subprocess.run(["runuser", "-u", user, "--", str(JVMTRACE), "daemon", "--socket", d.sock, *args],
+                                  capture_output=True, text=True, timeout=30)
+
+        r = as_user(member, "status")
+        assert r.returncode == 0 and r.stdout.startswith("jvmtraced pid"), r.stdout + r.stderr
+        r = as_user(member, "list")
+        assert r.returncode == 0 and r.stdout.startswith("PID"), r.stdout + r.stderr
+        r = as_user(outsider, "status")
+        assert r.returncode == 1 and "Permission denied" in r.stderr, r.stdout + r.stderr
+        # The same member with its supplementary groups dropped is refused.
+        member_uid = pwd.getpwnam(member).pw_uid
+        r = subprocess.run(["setpriv", f"--reuid={member_uid}", f"--regid={grp.getgrnam(other).gr_gid}",
+                            "--clear-groups", str(JVMTRACE), "daemon", "--socket", d.sock, "status"],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 1 and "Permission denied" in r.stderr, r.stdout + r.stderr
+    finally:
+        if d:
+            d.stop()
+        for u in made_users:
+            subprocess.run(["userdel", u], capture_output=True)
+        for g in made_groups:
+            subprocess.run(["groupdel", g], capture_output=True)
+        os.rmdir(sockdir)
+
+
+def start_outcome(tmp_path, trace_dir):
+    """(exit code or None if it started and ran, its stderr) of a daemon with this trace directory."""
+    p = subprocess.Popen([str(JVMTRACED), "--socket", str(tmp_path / "t.sock"), "--trace-dir", str(trace_dir),
+                          "--metrics-port", "0"], stderr=subprocess.PIPE, text=True)
+    log = LineReader(p.stderr)
+    deadline = time.monotonic() + 30
+    while p.poll() is None and time.monotonic() < deadline:
+        if any("control socket" in l for l in log.seen()):
+            p.send_signal(signal.SIGTERM)
+            p.wait(30)
+            return None, "\n".join(log.drain())
+        time.sleep(0.05)
+    p.wait(30)
+    return p.returncode, "\n".join(log.drain())
+
+
+def test_unsafe_trace_directory_is_refused(tmp_path):
+    """The trace directory must be a real directory (not a symlink), owned by
+    root, not writable by group or others; a missing one is made 0750 root."""
+    ww = tmp_path / "world-writable"
+    ww.mkdir()
+    ww.chmod(0o777)
+    rc, log = start_outcome(tmp_path, ww)
+    assert rc == 1, f"the daemon ran with a world-writable trace directory:\n{log}"
+    assert f"trace directory {ww} " in log and "owned by uid 0 (root)" in log and "mode 0777" in log and \
+        f"chmod go-w {ww}" in log, log
+    group_w = tmp_path / "group-writable"
+    group_w.mkdir()
+    group_w.chmod(0o770)
+    rc, log = start_outcome(tmp_path, group_w)
+    assert rc == 1 and "mode 0770" in log, log
+    theirs = tmp_path / "not-roots"
+    theirs.mkdir()
+    os.chown(theirs, 65534, 65534)
+    theirs.chmod(0o755)
+    rc, log = start_outcome(tmp_path, theirs)
+    assert rc == 1 and "owned by uid 65534" in log and f"chown root {theirs}" in log, log
+    real = tmp_path / "real"
+    real.mkdir(mode=0o750)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    rc, log = start_outcome(tmp_path, link)
+    assert rc == 1 and f"trace directory {link} is a symbolic link" in log, log
+    missing = tmp_path / "missing"
+    rc, log = start_outcome(tmp_path, missing)
+    assert rc is None, log
+    st = os.lstat(missing)
+    assert st.st_uid == 0 and oct(st.st_mode & 0o7777) == "0o750", (st.st_uid, oct(st.st_mode))
+
+
+def test_disk_cap_never_deletes_through_a_symlink(tmp_path):
+    """The disk cap deletes the oldest regular files of the trace directory;
+    a symlink in it (to a file outside) is neither counted nor followed."""
+    d_dir = tmp_path / "traces"
+    d_dir.mkdir(mode=0o750)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    precious = outside / "precious.jvmtrace"
+    precious.write_bytes(b"p" * (1 << 20))
+    (d_dir / "jvm-1-20000101-000000.jvmtrace").symlink_to(precious)
+    old = d_dir / "jvm-2-20000101-000000.jvmtrace"
+    old.write_bytes(b"o" * (1 << 20))
+    os.utime(old, (946684800, 946684800))
+    d = Daemon(tmp_path, "--max-disk-mb", "0.0625")
+    try:
+        d.log.wait_for(lambda l: f"deleted {old}" in l, 10, "the cap to delete the old file")
+        assert not old.exists()
+        assert precious.read_bytes() == b"p" * (1 << 20)
+        assert (d_dir / "jvm-1-20000101-000000.jvmtrace").is_symlink()
+        assert d.client("status").returncode == 0
+    finally:
+        d.stop()
+
+
+def test_symlink_at_the_recording_name_is_not_followed(tmp_path, jdks, java_classes):
+    """A symlink planted in the trace directory at the exact name a recording
+    is about to use (read from the worker's own arguments while it waits at
+    its gate), pointing at a root-owned file outside: after the attach and a
+    detach, that file is unchanged."""
+    script, args, open_gate = gated_worker(tmp_path)
+    d = Daemon(tmp_path, "--jvmtrace", str(script))
+    proc = start_jvm(jdks["unpatched"], java_classes, tmp_path, 20_000_000, tmp_path / "r.jfr", "hold")
+    precious = tmp_path / "precious"
+    precious.write_text("root's file, not a trace\n")
+    before = precious.read_bytes(), os.stat(precious).st_mtime_ns
+    attach = None
+    try:
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        d.wait_listed(proc.pid)
+        attach = subprocess.Popen([str(JVMTRACE), "daemon", "--socket", d.sock, "attach", str(proc.pid), "--record"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        argv = wait_file(args).split("\n")
+        path = argv[argv.index("-o") + 1]
+        assert os.path.dirname(path) == os.path.realpath(d.dir), path
+        os.symlink(precious, path)
+        open_gate()
+        out, err = attach.communicate(timeout=60)
+        print(out, err)
+        if attach.returncode == 0:
+            r = d.client("detach", proc.pid)
+            assert r.returncode == 0, r.stdout
+        assert (precious.read_bytes(), os.stat(precious).st_mtime_ns) == before, \
+            f"the recording wrote through the symlink into {precious}"
+    finally:
+        if attach and attach.poll() is None:
+            attach.kill()
+        proc.kill()
+        proc.wait(30)
+        d.stop()

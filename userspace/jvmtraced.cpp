@@ -3,7 +3,9 @@
 // ...` is the client), serves the stat figures of every attached JVM to
 // Prometheus on localhost, and detaches everything when it stops.  Each
 // attachment is a worker process running the jvmtrace binary
-// (daemon/worker.h says why).  docs/daemon.md is the manual.
+// (daemon/worker.h says why).  One thread, one poll loop, which never
+// waits for a client (daemon/connection.h) or a worker (daemon/pending.h).
+// docs/daemon.md is the manual.
 #include <arpa/inet.h>
 #include <getopt.h>
 #include <grp.h>
@@ -17,8 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <dirent.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -28,6 +28,7 @@
 #include <ctime>
 #include <fstream>
 #include <limits.h>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -35,9 +36,12 @@
 #include <vector>
 
 #include "cli.h"
+#include "daemon/connection.h"
 #include "daemon/jvm_discovery.h"
 #include "daemon/metrics.h"
+#include "daemon/pending.h"
 #include "daemon/request.h"
+#include "daemon/trace_dir.h"
 #include "daemon/worker.h"
 #include "target.h"
 
@@ -69,8 +73,10 @@ void usage(FILE* out) {
                "The jvmtrace collector daemon (run as root): finds JVMs, attaches stat or record on\n"
                "request, serves Prometheus metrics, detaches everything on SIGTERM or Ctrl-C.\n"
                "  --socket PATH         control socket (default /run/jvmtraced.sock, mode 0600)\n"
-               "  --group NAME          also let this group use the socket (mode 0660)\n"
-               "  --trace-dir DIR       where recordings go (default /var/lib/jvmtraced)\n"
+               "  --group NAME          also let this group use the socket (mode 0660): members by\n"
+               "                        their primary or a supplementary group\n"
+               "  --trace-dir DIR       where recordings go (default /var/lib/jvmtraced; made 0750 if\n"
+               "                        missing; must be root's, not a symlink, not group/other-writable)\n"
                "  --metrics-port N      Prometheus endpoint port (default 9464; 0: none)\n"
                "  --metrics-address A   its address (default 127.0.0.1)\n"
                "  --auto-stat           attach stat to every JVM found\n"
@@ -115,40 +121,15 @@ void log_line(const char* level, const char* fmt, ...) {
   std::fputc('\n', stderr);
 }
 
-bool write_all(int fd, const std::string& s) {
-  size_t off = 0;
-  while (off < s.size()) {
-    ssize_t n = send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    off += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-// Reads up to max bytes or a newline (or "\r\n\r\n" for HTTP), with a 1 s
-// deadline: a slow or silent client cannot hold the daemon up longer.
-std::string read_request(int fd, size_t max, const char* terminator, bool* too_long) {
-  timeval tv{1, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  std::string s;
-  char buf[512];
-  *too_long = false;
-  while (s.find(terminator) == std::string::npos) {
-    ssize_t n = recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    s.append(buf, static_cast<size_t>(n));
-    if (s.size() > max) {
-      *too_long = true;
-      break;
-    }
-  }
-  return s;
-}
-
 class Daemon {
  public:
-  explicit Daemon(const Config& c) : c_(c) {}
+  // How long a worker may take to attach, and to stop after SIGINT before
+  // it is killed (detach; the daemon stopping).
+  static constexpr double kAttachSeconds = 60, kDetachSeconds = 15, kShutdownSeconds = 20;
+  static constexpr size_t kMaxClients = 256;  // connections open at once (each lives 1 s unless it waits on a worker)
+
+  explicit Daemon(const Config& c)
+      : c_(c), pending_([this](uint64_t client, const std::string& reply) { send_reply(client, reply); }) {}
 
   // SIGHUP: the config file again.  What the running sockets depend on
   // needs a restart; the rest applies now (auto-stat also to JVMs already
@@ -177,33 +158,31 @@ class Daemon {
       for (const auto& [pid, j] : discovery_.jvms()) {
         bool has = false;
         for (auto& w : workers_) has |= w->target() == pid && w->kind() == Worker::kStat;
-        if (has) continue;
-        std::string reply;
-        attach(pid, "stat", 0, &reply);
-        log_line("info", "%s", reply.c_str());
+        if (!has) attach(0, pid, "stat", 0);
       }
+    std::string unsafe;
+    if (!trace_dir_.still_safe(&unsafe))
+      log_line("error", "%s; recordings are refused until it is fixed", unsafe.c_str());
   }
 
   bool start() {
-    if (mkdir(c_.trace_dir.c_str(), 0750) != 0 && errno != EEXIST) {
-      log_line("error", "cannot create the trace directory %s: %s", c_.trace_dir.c_str(), std::strerror(errno));
+    std::string error;
+    if (!trace_dir_.open(c_.trace_dir, &error)) {
+      log_line("error", "%s", error.c_str());
       return false;
     }
-    char real[PATH_MAX];
-    if (!realpath(c_.trace_dir.c_str(), real)) {
-      log_line("error", "trace directory %s: %s", c_.trace_dir.c_str(), std::strerror(errno));
-      return false;
-    }
-    trace_dir_ = real;
     if (!listen_control() || !listen_metrics()) return false;
     log_line("info", "pid %d; control socket %s; metrics %s; traces in %s; workers run %s", getpid(),
              c_.socket_path.c_str(),
              c_.metrics_port ? ("http://" + c_.metrics_address + ":" + std::to_string(c_.metrics_port) + "/metrics").c_str()
                              : "off",
-             trace_dir_.c_str(), c_.jvmtrace.c_str());
+             trace_dir_.path().c_str(), c_.jvmtrace.c_str());
     return true;
   }
 
+  // The event loop.  Nothing in it waits for a client or a worker: requests
+  // are read and replies written as the sockets allow (Connection), and an
+  // attach or detach is answered when its workers get there (PendingReplies).
   int run() {
     double next_scan = 0;
     while (!g_stop) {
@@ -215,27 +194,36 @@ class Daemon {
         scan();
         next_scan = now_s() + 1.0;
       }
+      on_time(now_s());
       std::vector<pollfd> fds;
+      std::vector<std::function<void()>> ready;  // what to do for fds[i]
       fds.push_back({control_fd_, POLLIN, 0});
-      if (metrics_fd_ >= 0) fds.push_back({metrics_fd_, POLLIN, 0});
+      ready.push_back([this] { accept_clients(control_fd_, true); });
+      if (metrics_fd_ >= 0) {
+        fds.push_back({metrics_fd_, POLLIN, 0});
+        ready.push_back([this] { accept_clients(metrics_fd_, false); });
+      }
+      for (auto& [id, c] : clients_) {
+        if (!c.conn->events()) continue;
+        fds.push_back({c.conn->fd(), c.conn->events(), 0});
+        ready.push_back([this, id = id] { client_ready(id); });
+      }
       for (auto& w : workers_) {
         fds.push_back({w->out_fd(), POLLIN, 0});
+        ready.push_back([] {});
         fds.push_back({w->err_fd(), POLLIN, 0});
+        ready.push_back([] {});
       }
       int n = poll(fds.data(), fds.size(), 200);
       if (n < 0 && errno != EINTR) {
         log_line("error", "poll: %s", std::strerror(errno));
         break;
       }
-      if (fds[0].revents & POLLIN) serve_control();
-      if (metrics_fd_ >= 0 && (fds[1].revents & POLLIN)) serve_metrics();
-      for (auto& w : workers_) {
-        w->read_stdout();
-        const pid_t target = w->target();
-        const char* kind = w->kind() == Worker::kStat ? "stat" : "record";
-        w->read_stderr([&](const std::string& l) { log_line("info", "[%s %d] %s", kind, target, l.c_str()); });
-      }
+      for (size_t i = 0; n > 0 && i < fds.size(); i++)
+        if (fds[i].revents) ready[i]();
+      read_workers();
       reap();
+      close_finished_clients();
     }
     shutdown();
     return 0;
@@ -244,7 +232,7 @@ class Daemon {
  private:
   bool listen_control() {
     unlink(c_.socket_path.c_str());
-    control_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    control_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     sockaddr_un a{};
     a.sun_family = AF_UNIX;
     if (c_.socket_path.size() >= sizeof a.sun_path) {
@@ -278,7 +266,7 @@ class Daemon {
 
   bool listen_metrics() {
     if (!c_.metrics_port) return true;
-    metrics_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    metrics_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     int one = 1;
     setsockopt(metrics_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     sockaddr_in a{};
@@ -298,50 +286,44 @@ class Daemon {
 
   // The trace directory's cap: delete the oldest files no recording is
   // writing; if that is not enough, stop the oldest recording.  Returns the
-  // bytes left.
+  // bytes left.  Only regular files count and go (TraceDir: no symlink is
+  // followed).
   uint64_t enforce_disk_cap() {
-    struct File {
-      std::string path;
-      uint64_t size;
-      timespec mtime;
-    };
-    std::vector<File> files;
+    std::vector<TraceDir::Entry> files;
     uint64_t total = 0;
-    if (DIR* d = opendir(trace_dir_.c_str())) {
-      while (dirent* e = readdir(d)) {
-        const std::string path = trace_dir_ + "/" + e->d_name;
-        struct stat st;
-        if (lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-        files.push_back({path, static_cast<uint64_t>(st.st_size), st.st_mtim});
-        total += static_cast<uint64_t>(st.st_size);
-      }
-      closedir(d);
+    for (TraceDir::Entry& e : trace_dir_.list()) {
+      if (!e.regular) continue;
+      total += e.size;
+      files.push_back(std::move(e));
     }
     const uint64_t cap = static_cast<uint64_t>(c_.max_disk_mb * (1 << 20));
     if (total <= cap) return total;
     // Oldest first; equal times (file systems keep coarse ones) by name,
     // which orders a recording's zero-padded segment numbers.
-    std::sort(files.begin(), files.end(), [](const File& a, const File& b) {
+    std::sort(files.begin(), files.end(), [](const TraceDir::Entry& a, const TraceDir::Entry& b) {
       if (a.mtime.tv_sec != b.mtime.tv_sec) return a.mtime.tv_sec < b.mtime.tv_sec;
       if (a.mtime.tv_nsec != b.mtime.tv_nsec) return a.mtime.tv_nsec < b.mtime.tv_nsec;
-      return a.path < b.path;
+      return a.name < b.name;
     });
     // A recording writes the highest-numbered file of its name's stem.
     std::set<std::string> active;
     for (auto& w : workers_) {
       if (w->kind() != Worker::kRecord) continue;
-      const std::string stem = w->trace_path.substr(0, w->trace_path.size() - 9);  // minus ".jvmtrace"
+      const std::string prefix = trace_stem(*w) + ".";  // not "-2": another recording's
       std::string newest;
-      for (const File& f : files)
-        if (f.path.compare(0, stem.size(), stem) == 0 && f.path > newest) newest = f.path;
+      for (const TraceDir::Entry& f : files)
+        if (f.name.compare(0, prefix.size(), prefix) == 0 && f.name > newest) newest = f.name;
       if (!newest.empty()) active.insert(newest);
     }
-    for (const File& f : files) {
+    for (const TraceDir::Entry& f : files) {
       if (total <= cap) break;
-      if (active.count(f.path)) continue;
-      if (unlink(f.path.c_str()) == 0) {
+      if (active.count(f.name)) continue;
+      std::string error;
+      if (trace_dir_.remove(f.name, &error)) {
         total -= f.size;
-        log_line("info", "disk cap %.4g MiB: deleted %s", c_.max_disk_mb, f.path.c_str());
+        log_line("info", "disk cap %.4g MiB: deleted %s/%s", c_.max_disk_mb, trace_dir_.path().c_str(), f.name.c_str());
+      } else {
+        log_line("warn", "disk cap %.4g MiB: cannot delete %s: %s", c_.max_disk_mb, f.name.c_str(), error.c_str());
       }
     }
     if (total > cap) {
@@ -352,10 +334,16 @@ class Daemon {
       if (oldest) {
         log_line("warn", "disk cap %.4g MiB reached by running recordings: stopping the recording of PID %d",
                  c_.max_disk_mb, oldest->target());
-        oldest->stop();
+        oldest->stop(now_s() + kDetachSeconds);
       }
     }
     return total;
+  }
+
+  // A record worker's file name in the trace directory, less ".jvmtrace".
+  static std::string trace_stem(const Worker& w) {
+    const std::string base = w.trace_path.substr(w.trace_path.rfind('/') + 1);
+    return base.substr(0, base.size() - 9);
   }
 
   void scan() {
@@ -365,72 +353,171 @@ class Daemon {
     for (const JvmProcess& j : appeared) {
       log_line("info", "found JVM %d (%s, pid %d in its namespace, %s)", j.pid, j.comm.c_str(), j.ns_pid,
                j.patched ? "patched: jvmtrace probes" : "stock");
-      if (c_.auto_stat) {
-        std::string reply;
-        attach(j.pid, "stat", 0, &reply);
-        log_line("info", "%s", reply.c_str());
-      }
+      if (c_.auto_stat) attach(0, j.pid, "stat", 0);
     }
     for (const JvmProcess& j : exited) log_line("info", "JVM %d (%s) exited", j.pid, j.comm.c_str());
   }
 
-  // Only root, or the configured group, may talk to the daemon.
+  // Only root, or members of the configured group, may talk to the daemon.
+  // Membership is the peer's credentials when it connected, as the kernel
+  // saw them checking the socket's mode: its gid (SO_PEERCRED) and its
+  // supplementary groups (SO_PEERGROUPS, Linux 4.13).  Not the group
+  // database: no NSS lookup (LDAP...) can stall the loop, and a process that
+  // dropped the group (setgroups) is refused, as the socket's mode refuses it.
   bool authorised(int fd, std::string* who) {
     ucred cr{};
     socklen_t len = sizeof cr;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0) return false;
     *who = "uid " + std::to_string(cr.uid) + " pid " + std::to_string(cr.pid);
-    return cr.uid == 0 || (group_gid_ != static_cast<gid_t>(-1) && cr.gid == group_gid_);
+    if (cr.uid == 0) return true;
+    if (group_gid_ == static_cast<gid_t>(-1)) return false;
+    if (cr.gid == group_gid_) return true;
+    std::vector<gid_t> groups(64);
+    for (;;) {
+      len = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
+      if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) == 0) break;
+      if (errno != ERANGE || groups.size() >= 65536) {
+        log_line("warn", "SO_PEERGROUPS: %s; only the primary group of %s was checked", std::strerror(errno),
+                 who->c_str());
+        return false;
+      }
+      groups.resize(len / sizeof(gid_t) + 1);  // ERANGE: len says how many there are
+    }
+    groups.resize(len / sizeof(gid_t));
+    return std::find(groups.begin(), groups.end(), group_gid_) != groups.end();
   }
 
-  void serve_control() {
-    int fd = accept4(control_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) return;
-    std::string who, reply;
-    if (!authorised(fd, &who)) {
-      log_line("warn", "refused a client (%s): not root or the configured group", who.c_str());
-      write_all(fd, "error: not authorised (root or the daemon's group only)\n");
-      close(fd);
+  // --- clients -------------------------------------------------------------
+
+  struct Client {
+    std::unique_ptr<Connection> conn;
+    bool control;      // else metrics
+    bool authorised;   // control: root or the group
+    std::string who;
+  };
+
+  void accept_clients(int listen_fd, bool control) {
+    for (int i = 0; i < 64; i++) {  // what is queued, within reason; the rest next round
+      const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) return;
+      if (clients_.size() >= kMaxClients) {  // the metrics port is open to every local user: no fd exhaustion
+        if (c_.verbose) log_line("warn", "%zu clients already: one more closed unanswered", clients_.size());
+        close(fd);
+        continue;
+      }
+      Client c;
+      c.control = control;
+      c.authorised = !control || authorised(fd, &c.who);
+      c.conn = std::make_unique<Connection>(fd, control ? kMaxRequest : 8192, control ? "\n" : "\r\n\r\n", now_s());
+      const uint64_t id = next_client_++;
+      clients_.emplace(id, std::move(c));
+      client_ready(id);  // its request may be there already
+    }
+  }
+
+  void client_ready(uint64_t id) {
+    auto it = clients_.find(id);
+    if (it == clients_.end()) return;
+    it->second.conn->on_ready(now_s());
+    if (it->second.conn->state() == Connection::kReady) handle(id, it->second);
+  }
+
+  // A complete (or failed) request: answer it, or leave it waiting.
+  void handle(uint64_t id, Client& c) {
+    Connection& conn = *c.conn;
+    if (!c.control) {
+      const std::string& req = conn.request();
+      std::string body, status = "200 OK";
+      if (req.compare(0, 13, "GET /metrics ") == 0 || req.compare(0, 14, "GET /metrics? ") == 0) {
+        body = metrics_text();
+      } else {
+        status = "404 Not Found";
+        body = "jvmtraced serves /metrics only\n";
+      }
+      conn.reply("HTTP/1.0 " + status + "\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: " +
+                     std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body,
+                 now_s());
       return;
     }
-    bool too_long = false;
-    std::string line = read_request(fd, kMaxRequest, "\n", &too_long);
-    Request r;
-    std::string error;
-    if (too_long) {
+    std::string reply;
+    if (!c.authorised) {
+      log_line("warn", "refused a client (%s): not root or the configured group", c.who.c_str());
+      reply = "error: not authorised (root or the daemon's group only)\n";
+    } else if (conn.end() == Connection::kTooLong) {
       reply = "error: request longer than " + std::to_string(kMaxRequest) + " bytes\n";
-    } else if (line.find('\n') == std::string::npos) {
-      reply = "error: request not ended by a newline within 1 s\n";
+    } else if (conn.end() != Connection::kTerminated) {
+      reply = std::string("error: request not ended by a newline") +
+              (conn.end() == Connection::kTimedOut ? " within 1 s\n" : "\n");
     } else {
+      std::string line = conn.request(), error;
       line.erase(line.find('\n'));
       if (!line.empty() && line.back() == '\r') line.pop_back();
+      Request r;
       if (!parse_request(line, &r, &error)) reply = "error: " + error + "\n";
-      else reply = act(r);
+      else reply = act(id, r);
+    }
+    if (reply.empty()) {  // answered later (PendingReplies)
+      conn.wait();
+      return;
     }
     if (reply.compare(0, 6, "error:") == 0 && c_.verbose)
-      log_line("info", "request from %s: %s", who.c_str(), reply.c_str());
-    write_all(fd, reply);
-    if (too_long) {
-      // Closing with unread input would reset the connection and lose the
-      // reply: read (and drop) what the client still sends, within limits.
-      ::shutdown(fd, SHUT_WR);
-      char sink[4096];
-      size_t dropped = 0;
-      ssize_t n;
-      while (dropped < (1u << 20) && (n = recv(fd, sink, sizeof sink, 0)) > 0) dropped += static_cast<size_t>(n);
-    }
-    close(fd);
+      log_line("info", "request from %s: %s", c.who.c_str(), reply.c_str());
+    conn.reply(reply, now_s());
   }
 
-  std::string act(const Request& r) {
+  // PendingReplies' way out: to the client if it is still there, else (auto-stat) to the log.
+  void send_reply(uint64_t client, const std::string& reply) {
+    auto it = clients_.find(client);
+    if (it == clients_.end()) {
+      log_line(reply.compare(0, 6, "error:") == 0 ? "warn" : "info", "%.*s", static_cast<int>(reply.size() - 1),
+               reply.c_str());
+      return;
+    }
+    it->second.conn->reply(reply, now_s());
+  }
+
+  void close_finished_clients() {
+    for (auto it = clients_.begin(); it != clients_.end();)
+      it = it->second.conn->state() == Connection::kDone ? clients_.erase(it) : std::next(it);
+  }
+
+  // Deadlines: clients' reads and writes, attaches that take too long,
+  // workers that do not stop after SIGINT.
+  void on_time(double now) {
+    for (auto& [id, c] : clients_) {
+      c.conn->on_time(now);
+      if (c.conn->state() == Connection::kReady) handle(id, c);
+    }
+    for (pid_t late : pending_.expire(now))
+      for (auto& w : workers_)
+        if (w->pid() == late) {
+          log_line("warn", "%s worker %d for PID %d did not attach within %g s: killed", kind_name(*w), late,
+                   w->target(), kAttachSeconds);
+          w->kill();
+        }
+    for (auto& w : workers_)
+      if (w->stopping && !w->killed && now >= w->kill_at) {
+        log_line("warn", "%s worker %d for PID %d did not stop within %g s of SIGINT: killed", kind_name(*w), w->pid(),
+                 w->target(), kDetachSeconds);
+        w->kill();
+      }
+  }
+
+  static const char* kind_name(const Worker& w) { return w.kind() == Worker::kStat ? "stat" : "record"; }
+
+  // The reply, or "" when it will come later (pending_).
+  std::string act(uint64_t client, const Request& r) {
     std::string out;
     switch (r.verb) {
       case Request::kStatus: {
         int stats = 0, records = 0;
-        for (auto& w : workers_) (w->kind() == Worker::kStat ? stats : records)++;
+        for (auto& w : workers_)
+          if (!pending_.attaching(w->pid())) (w->kind() == Worker::kStat ? stats : records)++;
         out = "jvmtraced pid " + std::to_string(getpid()) + ", up " + std::to_string(static_cast<long>(now_s() - started_)) +
               " s\njvms " + std::to_string(discovery_.jvms().size()) + "\nattached stat " + std::to_string(stats) +
-              ", record " + std::to_string(records) + "\ntrace_dir " + trace_dir_ + "\nmetrics " +
+              ", record " + std::to_string(records) +
+              (pending_.attaching_count() ? ", attaching " + std::to_string(pending_.attaching_count()) : "") +
+              "\ntrace_dir " + trace_dir_.path() + "\nmetrics " +
               (c_.metrics_port ? "http://" + c_.metrics_address + ":" + std::to_string(c_.metrics_port) + "/metrics" : "off") +
               "\n";
         return out;
@@ -442,7 +529,8 @@ class Daemon {
         for (const auto& [pid, j] : discovery_.jvms()) {
           std::string att;
           for (auto& w : workers_)
-            if (w->target() == pid) att += std::string(att.empty() ? "" : ",") + (w->kind() == Worker::kStat ? "stat" : "record");
+            if (w->target() == pid && !pending_.attaching(w->pid()))
+              att += std::string(att.empty() ? "" : ",") + kind_name(*w);
           std::snprintf(line, sizeof line, "%-8d %-8d %-8s %-14s %s\n", pid, j.ns_pid, j.patched ? "jvmtrace" : "stock",
                         att.empty() ? "-" : att.c_str(), j.comm.c_str());
           out += line;
@@ -450,69 +538,61 @@ class Daemon {
         return out;
       }
       case Request::kAttach:
-        attach(r.pid, r.what, r.seconds, &out);
-        return out + "\n";
+        return attach(client, r.pid, r.what, r.seconds);
       case Request::kDetach: {
-        int n = 0;
+        std::vector<pid_t> stopped;
         for (auto& w : workers_) {
           if (w->target() != r.pid || w->stopping) continue;
-          if (!r.what.empty() && r.what != (w->kind() == Worker::kStat ? "stat" : "record")) continue;
-          w->stop();
-          n++;
+          if (!r.what.empty() && r.what != kind_name(*w)) continue;
+          w->stop(now_s() + kDetachSeconds);
+          stopped.push_back(w->pid());
         }
-        if (!n) return "error: nothing attached to PID " + std::to_string(r.pid) + (r.what.empty() ? "" : " (" + r.what + ")") + "\n";
-        // Wait for the workers to finish their cleanup, so "ok" means detached.
-        const double deadline = now_s() + 15;
-        while (now_s() < deadline && reap_target(r.pid, r.what)) usleep(20000);
-        return "ok: detached " + std::to_string(n) + " from PID " + std::to_string(r.pid) + "\n";
+        if (stopped.empty())
+          return "error: nothing attached to PID " + std::to_string(r.pid) + (r.what.empty() ? "" : " (" + r.what + ")") + "\n";
+        // "ok" once the workers have finished their cleanup: then it is detached.
+        pending_.add_detach(client, stopped, "ok: detached " + std::to_string(stopped.size()) + " from PID " +
+                                                 std::to_string(r.pid));
+        return "";
       }
     }
     return "error: ?\n";
   }
 
-  // True while a worker of (pid, what) is still alive.
-  bool reap_target(pid_t pid, const std::string& what) {
-    reap();
+  // True if a recording already uses this stem (its file or any segment).
+  bool name_taken(const std::string& stem) {
     for (auto& w : workers_)
-      if (w->target() == pid && (what.empty() || what == (w->kind() == Worker::kStat ? "stat" : "record"))) return true;
+      if (w->kind() == Worker::kRecord && trace_stem(*w) == stem) return true;
+    for (const TraceDir::Entry& e : trace_dir_.list())  // any kind of entry: a symlink too
+      if (e.name.compare(0, stem.size() + 1, stem + ".") == 0) return true;
     return false;
   }
 
-  // True if a recording already uses this stem (its file or any segment).
-  bool name_taken(const std::string& stem) {
-    const std::string base = stem.substr(stem.rfind('/') + 1);
-    for (auto& w : workers_)
-      if (w->trace_path.compare(0, stem.size() + 1, stem + ".") == 0) return true;
-    bool taken = false;
-    if (DIR* d = opendir(trace_dir_.c_str())) {
-      while (dirent* e = readdir(d))
-        if (std::strncmp(e->d_name, (base + ".").c_str(), base.size() + 1) == 0) taken = true;
-      closedir(d);
-    }
-    return taken;
-  }
-
-  void attach(pid_t pid, const std::string& what, double seconds, std::string* reply) {
+  // Starts a worker.  Returns the reply if it is known now (an error), ""
+  // if it comes once the worker has attached (pending_).  client 0: nobody
+  // waits (auto-stat); the outcome is logged.
+  std::string attach(uint64_t client, pid_t pid, const std::string& what, double seconds) {
+    auto now_or_log = [&](const std::string& reply) {
+      if (client) return reply + "\n";
+      log_line("warn", "%s", reply.c_str());
+      return std::string();
+    };
     auto j = discovery_.jvms().find(pid);
     if (j == discovery_.jvms().end()) {
       scan();  // it may have started since the last scan
       j = discovery_.jvms().find(pid);
-      if (j == discovery_.jvms().end()) {
-        *reply = "error: PID " + std::to_string(pid) + " is not a JVM this daemon has found";
-        return;
-      }
+      if (j == discovery_.jvms().end())
+        return now_or_log("error: PID " + std::to_string(pid) + " is not a JVM this daemon has found");
     }
     const Worker::Kind kind = what == "stat" ? Worker::kStat : Worker::kRecord;
-    if (kind == Worker::kRecord && c_.max_disk_mb > 0 && enforce_disk_cap() > c_.max_disk_mb * (1 << 20)) {
-      *reply = "error: the trace directory is over its cap of " + std::to_string(c_.max_disk_mb) +
-               " MiB with recordings running; detach one first";
-      return;
-    }
     for (auto& w : workers_)
-      if (w->target() == pid && w->kind() == kind && !w->stopping) {
-        *reply = "error: " + what + " is already attached to PID " + std::to_string(pid);
-        return;
-      }
+      if (w->target() == pid && w->kind() == kind && !w->stopping)
+        return now_or_log("error: " + what + (pending_.attaching(w->pid()) ? " is being attached to PID " : " is already attached to PID ") +
+                          std::to_string(pid));
+    std::string error;
+    if (kind == Worker::kRecord && !trace_dir_.still_safe(&error)) return now_or_log("error: " + error);
+    if (kind == Worker::kRecord && c_.max_disk_mb > 0 && enforce_disk_cap() > c_.max_disk_mb * (1 << 20))
+      return now_or_log("error: the trace directory is over its cap of " + std::to_string(c_.max_disk_mb) +
+                        " MiB with recordings running; detach one first");
     std::vector<std::string> args;
     auto w = std::make_unique<Worker>(kind, pid);
     if (kind == Worker::kStat) {
@@ -525,10 +605,9 @@ class Daemon {
       std::time_t t = std::time(nullptr);
       std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&t));
       // Unique even for two recordings of one JVM within a second: -2, -3, ...
-      std::string stem = trace_dir_ + "/jvm-" + std::to_string(pid) + "-" + stamp;
-      for (int n = 2; name_taken(stem); n++)
-        stem = trace_dir_ + "/jvm-" + std::to_string(pid) + "-" + stamp + "-" + std::to_string(n);
-      w->trace_path = stem + ".jvmtrace";
+      std::string stem = "jvm-" + std::to_string(pid) + "-" + stamp;
+      for (int n = 2; name_taken(stem); n++) stem = "jvm-" + std::to_string(pid) + "-" + stamp + "-" + std::to_string(n);
+      w->trace_path = trace_dir_.path() + "/" + stem + ".jvmtrace";
       args = {"record", "-q", "-p", std::to_string(pid), "-o", w->trace_path};
       if (!c_.segment_mb.empty()) args.insert(args.end(), {"--segment-mb", c_.segment_mb});
       if (!c_.segment_seconds.empty()) args.insert(args.end(), {"--segment-seconds", c_.segment_seconds});
@@ -540,34 +619,35 @@ class Daemon {
         args.push_back(s);
       }
     }
-    std::string error;
-    if (!w->start(c_.jvmtrace, args, &error)) {
-      *reply = "error: cannot start the worker: " + error;
-      return;
-    }
+    if (!w->start(c_.jvmtrace, args, &error)) return now_or_log("error: cannot start the worker: " + error);
     w->started_at = now_s();
     // "ok" only once the worker has attached; its error otherwise.
-    const char* kind_name = what.c_str();
-    if (!w->wait_banner("Hit Ctrl-C to end.", 60,
-                        [&](const std::string& l) { log_line("info", "[%s %d] %s", kind_name, pid, l.c_str()); },
-                        &error)) {
-      w->stop();
-      int status;
-      for (int i = 0; i < 100 && !w->reap(&status); i++) usleep(20000);
-      *reply = "error: " + what + " could not attach to PID " + std::to_string(pid) + ": " + error;
-      return;
-    }
-    *reply = "ok: " + what + " attached to PID " + std::to_string(pid) + " (" +
-             (j->second.patched ? "jvmtrace probes" : "stock mode") + ", worker " + std::to_string(w->pid()) + ")" +
-             (w->trace_path.empty() ? ""
-              : c_.segment_mb.empty() && c_.segment_seconds.empty()
-                  ? " -> " + w->trace_path
-                  : " -> " + w->trace_path.substr(0, w->trace_path.size() - 9) + ".NNNNNN.jvmtrace (segments of " +
-                        (c_.segment_mb.empty() ? "" : c_.segment_mb + " MiB") +
-                        (c_.segment_mb.empty() || c_.segment_seconds.empty() ? "" : " or ") +
-                        (c_.segment_seconds.empty() ? "" : c_.segment_seconds + " s") +
-                        (c_.keep ? ", newest " + std::to_string(c_.keep) + " kept" : "") + ")");
+    const std::string ok =
+        "ok: " + what + " attached to PID " + std::to_string(pid) + " (" +
+        (j->second.patched ? "jvmtrace probes" : "stock mode") + ", worker " + std::to_string(w->pid()) + ")" +
+        (w->trace_path.empty() ? ""
+         : c_.segment_mb.empty() && c_.segment_seconds.empty()
+             ? " -> " + w->trace_path
+             : " -> " + w->trace_path.substr(0, w->trace_path.size() - 9) + ".NNNNNN.jvmtrace (segments of " +
+                   (c_.segment_mb.empty() ? "" : c_.segment_mb + " MiB") +
+                   (c_.segment_mb.empty() || c_.segment_seconds.empty() ? "" : " or ") +
+                   (c_.segment_seconds.empty() ? "" : c_.segment_seconds + " s") +
+                   (c_.keep ? ", newest " + std::to_string(c_.keep) + " kept" : "") + ")");
+    pending_.add_attach(client, w->pid(), ok, what + " to PID " + std::to_string(pid), now_s() + kAttachSeconds);
     workers_.push_back(std::move(w));
+    return "";
+  }
+
+  void read_workers() {
+    for (auto& w : workers_) {
+      w->read_stdout();
+      const pid_t wpid = w->pid(), target = w->target();
+      const char* kind = kind_name(*w);
+      w->read_stderr([&](const std::string& l) {
+        log_line("info", "[%s %d] %s", kind, target, l.c_str());
+        pending_.worker_line(wpid, l);
+      });
+    }
   }
 
   void reap() {
@@ -580,37 +660,24 @@ class Daemon {
         continue;
       }
       w.read_stdout();
-      w.read_stderr([&](const std::string& l) { log_line("info", "[%s %d] %s", w.kind() == Worker::kStat ? "stat" : "record", w.target(), l.c_str()); });
+      w.read_stderr([&](const std::string& l) {
+        log_line("info", "[%s %d] %s", kind_name(w), w.target(), l.c_str());
+        pending_.worker_line(wpid, l);
+      });
       const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      log_line(ok ? "info" : "warn", "%s worker %d for PID %d ended (%s%d)", w.kind() == Worker::kStat ? "stat" : "record",
-               wpid, w.target(), WIFEXITED(status) ? "exit " : "signal ",
-               WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+      log_line(ok ? "info" : "warn", "%s worker %d for PID %d ended (%s%d)", kind_name(w), wpid, w.target(),
+               WIFEXITED(status) ? "exit " : "signal ", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+      pending_.worker_exited(wpid, status);
       it = workers_.erase(it);
     }
-  }
-
-  void serve_metrics() {
-    int fd = accept4(metrics_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) return;
-    bool too_long = false;
-    std::string req = read_request(fd, 8192, "\r\n\r\n", &too_long);
-    std::string body, status = "200 OK";
-    if (req.compare(0, 13, "GET /metrics ") == 0 || req.compare(0, 14, "GET /metrics? ") == 0) {
-      body = metrics_text();
-    } else {
-      status = "404 Not Found";
-      body = "jvmtraced serves /metrics only\n";
-    }
-    write_all(fd, "HTTP/1.0 " + status + "\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: " +
-                      std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
-    close(fd);
   }
 
   std::string metrics_text() {
     int patched = 0;
     for (const auto& [pid, j] : discovery_.jvms()) patched += j.patched;
     int stats = 0, records = 0;
-    for (auto& w : workers_) (w->kind() == Worker::kStat ? stats : records)++;
+    for (auto& w : workers_)
+      if (!pending_.attaching(w->pid())) (w->kind() == Worker::kStat ? stats : records)++;
     std::vector<std::string> blocks;
     blocks.push_back(
         "# HELP jvmtraced_jvms JVMs found on the host\n# TYPE jvmtraced_jvms gauge\n"
@@ -626,14 +693,11 @@ class Daemon {
 
   void shutdown() {
     log_line("info", "stopping: detaching %zu workers", workers_.size());
-    for (auto& w : workers_) w->stop();
-    const double deadline = now_s() + 20;
+    const double deadline = now_s() + kShutdownSeconds;
+    for (auto& w : workers_) w->stop(deadline);
     while (!workers_.empty() && now_s() < deadline) {
-      for (auto& w : workers_) {
-        w->read_stdout();
-        w->read_stderr([&](const std::string& l) { log_line("info", "[%d] %s", w->target(), l.c_str()); });
-      }
-      reap();
+      read_workers();
+      reap();  // answers the clients waiting on these workers
       usleep(20000);
     }
     for (auto& w : workers_) {
@@ -641,6 +705,8 @@ class Daemon {
       w->kill_now();
     }
     workers_.clear();
+    pending_.abandon("error: jvmtraced stopped");
+    clients_.clear();
     if (control_fd_ >= 0) close(control_fd_);
     if (metrics_fd_ >= 0) close(metrics_fd_);
     unlink(c_.socket_path.c_str());
@@ -652,7 +718,10 @@ class Daemon {
   std::vector<std::unique_ptr<Worker>> workers_;
   int control_fd_ = -1, metrics_fd_ = -1;
   gid_t group_gid_ = static_cast<gid_t>(-1);
-  std::string trace_dir_;
+  TraceDir trace_dir_;
+  PendingReplies pending_;
+  std::map<uint64_t, Client> clients_;
+  uint64_t next_client_ = 1;  // 0 is "nobody" (PendingReplies)
   double started_ = now_s();
 };
 

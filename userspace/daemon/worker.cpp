@@ -1,7 +1,6 @@
 #include "worker.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -67,7 +66,7 @@ bool Worker::read_some(int fd, std::string* out) {
   if (fd < 0) return false;
   char buf[65536];
   bool any = false;
-  for (;;) {
+  for (int i = 0; i < 16; i++) {
     ssize_t n = read(fd, buf, sizeof buf);
     if (n > 0) {
       out->append(buf, static_cast<size_t>(n));
@@ -77,11 +76,6 @@ bool Worker::read_some(int fd, std::string* out) {
     break;  // 0: EOF (the worker is exiting), <0: EAGAIN or an error
   }
   return any;
-}
-
-bool Worker::wait_readable(int fd, int timeout_ms) {
-  pollfd p{fd, POLLIN, 0};
-  return poll(&p, 1, timeout_ms) > 0;
 }
 
 void Worker::read_stdout() {
@@ -97,14 +91,21 @@ void Worker::read_stdout() {
   if (out_buf_.size() > (8u << 20)) out_buf_.clear();  // a worker gone wrong: do not grow without bound
 }
 
-void Worker::stop() {
-  if (pid_ > 0 && !stopping) kill(pid_, SIGINT);
+void Worker::stop(double at) {
+  if (stopping) return;
+  if (pid_ > 0) ::kill(pid_, SIGINT);
   stopping = true;
+  kill_at = at;
+}
+
+void Worker::kill() {
+  if (pid_ > 0 && !killed) ::kill(pid_, SIGKILL);
+  killed = true;
 }
 
 void Worker::kill_now() {
   if (pid_ <= 0) return;
-  kill(pid_, SIGKILL);
+  ::kill(pid_, SIGKILL);
   waitpid(pid_, nullptr, 0);
   pid_ = -1;
 }

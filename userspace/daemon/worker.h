@@ -24,8 +24,9 @@ class Worker {
   // caller polls (read_stdout / read_stderr).  False with *error.
   bool start(const std::string& exe, const std::vector<std::string>& args, std::string* error);
 
-  // Consume what the worker printed.  Stdout: complete "# EOF"-terminated
-  // Prometheus blocks (stat); stderr: lines handed to log.
+  // Consume what the worker printed (at most 1 MiB per call, so a chatty
+  // worker cannot keep the daemon's loop to itself).  Stdout: complete
+  // "# EOF"-terminated Prometheus blocks (stat); stderr: lines handed to log.
   void read_stdout();
   template <typename Log>
   void read_stderr(Log log) {
@@ -39,16 +40,13 @@ class Worker {
     }
   }
 
-  // Waits up to timeout_s for the worker to print a stderr line containing
-  // banner (it has attached); lines go to log.  False if it exited first or
-  // took too long, with *error holding its last lines.
-  template <typename Log>
-  bool wait_banner(const std::string& banner, double timeout_s, Log log, std::string* error);
-
-  // SIGINT (detach); reap() tells when it has exited.
-  void stop();
+  // SIGINT (detach): the worker's own cleanup.  If it has not exited by
+  // kill_at (monotonic seconds), the daemon kills it (kill()).  reap() tells
+  // when it has exited.
+  void stop(double kill_at);
+  void kill();             // SIGKILL, without waiting: reap() collects it
   bool reap(int* status);  // true once the process is gone
-  void kill_now();
+  void kill_now();         // SIGKILL and wait (shutdown, destructor)
 
   Kind kind() const { return kind_; }
   pid_t target() const { return target_; }
@@ -58,38 +56,17 @@ class Worker {
   const std::string& metrics() const { return metrics_; }  // the last complete block
   std::string trace_path;                                  // kRecord
   bool stopping = false;
+  bool killed = false;
+  double kill_at = 0;
   double started_at = 0;
 
  private:
   static bool read_some(int fd, std::string* out);
-  static bool wait_readable(int fd, int timeout_ms);
   Kind kind_;
   pid_t target_;
   pid_t pid_ = -1;
   int out_fd_ = -1, err_fd_ = -1;
   std::string out_buf_, err_buf_, metrics_;
 };
-
-template <typename Log>
-bool Worker::wait_banner(const std::string& banner, double timeout_s, Log log, std::string* error) {
-  std::string last;
-  bool seen = false;
-  for (int waited_ms = 0; !seen && waited_ms < timeout_s * 1000; waited_ms += 50) {
-    wait_readable(err_fd_, 50);
-    read_stderr([&](const std::string& l) {
-      log(l);
-      last = l;
-      if (l.find(banner) != std::string::npos) seen = true;
-    });
-    int status;
-    if (!seen && reap(&status)) {
-      read_stderr([&](const std::string& l) { log(l); last = l; });
-      *error = last.empty() ? "the worker exited" : last;
-      return false;
-    }
-  }
-  if (!seen) *error = "the worker did not attach within " + std::to_string(static_cast<int>(timeout_s)) + " s";
-  return seen;
-}
 
 }  // namespace jvmtrace
