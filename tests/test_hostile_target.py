@@ -329,3 +329,35 @@ def test_java_frames_are_named_for_a_jvm_in_its_own_pid_namespace(jdks, java_cla
     r = subprocess.run([str(JVMTRACE), "flame", str(out), "-o", str(folded)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "AllocWorker.work_[j]" in folded.read_text(), f"no named Java frame:\n{rec_err}"
+
+
+def test_names_the_target_chose_cannot_drive_roots_terminal(jdks, java_classes, tmp_path):
+    """A thread named with escape sequences (a window-title write, a screen
+    clear): dump, report and stat print it with its control characters as
+    \\xNN, never raw."""
+    out = tmp_path / "names.jvmtrace"
+    jvm = subprocess.Popen([str(Path(jdks["patched"]) / "bin/java"), "-Xmx64m", "-cp", str(java_classes),
+                            "HostileNames", "3000000"],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert jvm.stdout.readline().startswith("ready ")
+        rec = subprocess.Popen([str(JVMTRACE), "record", "-p", str(jvm.pid), "-o", str(out)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stat = subprocess.Popen([str(JVMTRACE), "stat", "-p", str(jvm.pid)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for p in (rec, stat):
+            for line in p.stderr:
+                if line.startswith(("Recording PID", "Attached ")):
+                    break
+        jvm.communicate("go\n", timeout=120)
+        _, rec_err = rec.communicate(timeout=60)
+        stat_out, stat_err = stat.communicate(timeout=60)
+    finally:
+        if jvm.poll() is None:
+            jvm.kill()
+    assert jvm.returncode == 0 and rec.returncode == 0 and stat.returncode == 0, rec_err + stat_err
+    dump = subprocess.run([str(JVMTRACE), "dump", str(out)], capture_output=True, text=True).stdout
+    report = subprocess.run([str(JVMTRACE), "report", str(out)], capture_output=True, text=True).stdout
+    for what, text in (("dump", dump), ("report", report), ("stat", stat_out)):
+        assert "\x1b" not in text and "\x07" not in text, f"{what} printed a raw escape sequence"
+        assert "\\x1b]0;pwned" in text, f"{what} does not show the thread's name:\n{text[-2000:]}"

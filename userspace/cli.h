@@ -16,6 +16,11 @@ bool parse_seconds(const char* s, double* out);
 bool parse_long(const char* s, long lo, long hi, long* out);
 
 std::string json_escape(const std::string& s);
+// Text the target chose (thread and class names, its command line) made
+// safe for a terminal: control characters (C0, DEL and C1, which terminals
+// act on: cursor moves, titles, clipboard writes) and bytes that are not
+// UTF-8 become \xNN; everything else, UTF-8 included, stays as it is.
+std::string printable(const std::string& s);
 // True if s ends with suffix (output names choose formats: ".gz", ".svg").
 bool ends_with(const std::string& s, const std::string& suffix);
 

@@ -94,10 +94,11 @@ int dump_command(int argc, char** argv) {
         std::printf("}\n");
       } else {
         // Escaped again for the text: a newline in an argument stays on its line.
-        std::printf("# PID %s, %s mode, %s\n# cmdline: %s\n", trace::meta_escape(reader.meta_value("pid")).c_str(),
-                    trace::meta_escape(reader.meta_value("mode")).c_str(),
-                    trace::meta_escape(reader.meta_value("binary")).c_str(),
-                    trace::meta_escape(reader.meta_value("cmdline")).c_str());
+        std::printf("# PID %s, %s mode, %s\n# cmdline: %s\n",
+                    printable(trace::meta_escape(reader.meta_value("pid"))).c_str(),
+                    printable(trace::meta_escape(reader.meta_value("mode"))).c_str(),
+                    printable(trace::meta_escape(reader.meta_value("binary"))).c_str(),
+                    printable(trace::meta_escape(reader.meta_value("cmdline"))).c_str());
       }
       return;
     }
@@ -121,7 +122,7 @@ int dump_command(int argc, char** argv) {
                     ", \"tid\": %u, \"thread\": \"%s\", \"args\": {",
                     r.offset, info.name, e.ts_ns, th.tid, json_escape(th.name).c_str());
       } else {
-        std::printf("%14.9f %7u %-16s %-19s", t, th.tid, th.name.c_str(), info.name);
+        std::printf("%14.9f %7u %-16s %-19s", t, th.tid, printable(th.name).c_str(), info.name);
       }
       bool first = true;
       for (int i = 0; i < info.nargs; i++) {
@@ -136,7 +137,7 @@ int dump_command(int argc, char** argv) {
           case trace::kStringId: {
             const std::string& s = info.kinds[i] == trace::kClassId ? reader.classes()[v] : reader.strings()[v];
             if (json) std::printf("\"%s\"", json_escape(s).c_str());
-            else std::printf("%s", s.c_str());
+            else std::printf("%s", printable(s).c_str());
             break;
           }
           case trace::kHex:
@@ -162,7 +163,7 @@ int dump_command(int argc, char** argv) {
                     ", \"lost\": %" PRIu64 "}\n",
                     r.ts_ns, json_escape(r.text).c_str(), r.count, r.lost);
       else
-        std::printf("%14.9f # END: %s; %" PRIu64 " events, %" PRIu64 " lost\n", t, r.text.c_str(), r.count, r.lost);
+        std::printf("%14.9f # END: %s; %" PRIu64 " events, %" PRIu64 " lost\n", t, printable(r.text).c_str(), r.count, r.lost);
     }
   });
   if (json)

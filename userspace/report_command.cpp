@@ -142,9 +142,9 @@ void print_report(analysis::TraceSummary& sum, bool json, double interval, int t
     std::printf("%s\n", s.c_str());
     return;
   }
-  std::printf("jvmtrace report: PID %s, %s mode\n  %s\n", trace::meta_escape(sum.reader.meta_value("pid")).c_str(),
-              trace::meta_escape(sum.reader.meta_value("mode")).c_str(),
-              trace::meta_escape(sum.reader.meta_value("cmdline")).c_str());
+  std::printf("jvmtrace report: PID %s, %s mode\n  %s\n", printable(trace::meta_escape(sum.reader.meta_value("pid"))).c_str(),
+              printable(trace::meta_escape(sum.reader.meta_value("mode"))).c_str(),
+              printable(trace::meta_escape(sum.reader.meta_value("cmdline"))).c_str());
   if (!sum.reader.meta_value("stock_coverage").empty())
     std::printf("  stock mode records: %s\n", sum.reader.meta_value("stock_coverage").c_str());
   std::printf("  %" PRIu64 " events over %.3f s, %" PRIu64 " lost; trace %s%s%s\n", sum.events, span_s, sum.lost,
@@ -163,7 +163,7 @@ void print_report(analysis::TraceSummary& sum, bool json, double interval, int t
     char dur[32] = "-";
     if (g.started && g.ended) std::snprintf(dur, sizeof dur, "%.3f", (g.end_ns - g.start_ns) / 1e6);
     std::printf("  %5" PRIu64 " %-22.22s %-26.26s %-10s %10.3f %10s %12" PRIu64 " %12" PRIu64 " %7" PRIu64 " %10" PRIu64 "\n", id,
-                g.name.c_str(), g.cause.c_str(), trace::gc_kind_name(g.kind), g.started ? static_cast<int64_t>(g.start_ns - origin) / 1e9 : -1.0,
+                printable(g.name).c_str(), printable(g.cause).c_str(), trace::gc_kind_name(g.kind), g.started ? static_cast<int64_t>(g.start_ns - origin) / 1e9 : -1.0,
                 dur, g.used_before, g.used_after, g.plabs, g.plab_bytes / 1024);
   }
   auto row = [](const char* what, const Stats& s, const char* unit) {
@@ -197,7 +197,7 @@ void print_report(analysis::TraceSummary& sum, bool json, double interval, int t
   std::printf("  %-40s %9s %14s %9s %14s\n", "CLASS", "REFILLS", "TLAB_BYTES", "OUTSIDE", "OUTSIDE_BYTES");
   for (size_t i = 0; i < classes.size() && i < static_cast<size_t>(top); i++) {
     const Totals& t = classes[i].second;
-    std::printf("  %-40.40s %9" PRIu64 " %14" PRIu64 " %9" PRIu64 " %14" PRIu64 "\n", sum.reader.classes()[classes[i].first].c_str(),
+    std::printf("  %-40.40s %9" PRIu64 " %14" PRIu64 " %9" PRIu64 " %14" PRIu64 "\n", printable(sum.reader.classes()[classes[i].first]).c_str(),
                 t.refills, t.tlab_bytes, t.outside, t.outside_bytes);
   }
   std::printf("\nTop threads:\n  %-8s %-24s %9s %14s %9s %14s\n", "TID", "NAME", "REFILLS", "TLAB_BYTES", "OUTSIDE",
@@ -205,7 +205,7 @@ void print_report(analysis::TraceSummary& sum, bool json, double interval, int t
   for (size_t i = 0; i < threads.size() && i < static_cast<size_t>(top); i++) {
     const Totals& t = threads[i].second;
     const auto& th = sum.reader.threads()[threads[i].first];
-    std::printf("  %-8u %-24.24s %9" PRIu64 " %14" PRIu64 " %9" PRIu64 " %14" PRIu64 "\n", th.tid, th.name.c_str(), t.refills,
+    std::printf("  %-8u %-24.24s %9" PRIu64 " %14" PRIu64 " %9" PRIu64 " %14" PRIu64 "\n", th.tid, printable(th.name).c_str(), t.refills,
                 t.tlab_bytes, t.outside, t.outside_bytes);
   }
 }

@@ -229,7 +229,7 @@ class StatSession {
     std::printf("  %-8s %-16s %10s %14s %10s %14s\n", "TID", "COMM", "REFILLS", "TLAB_BYTES", "OUTSIDE", "OUTSIDE_BYTES");
     for (size_t i = 0; i < threads_.size() && i < static_cast<size_t>(o_.top); i++) {
       const auto& t = threads_[i];
-      std::printf("  %-8u %-16s %10llu %14llu %10llu %14llu\n", t.tid, t.comm.c_str(),
+      std::printf("  %-8u %-16s %10llu %14llu %10llu %14llu\n", t.tid, printable(t.comm).c_str(),
                   (unsigned long long)t.v.tlab_refills, (unsigned long long)t.v.tlab_bytes,
                   (unsigned long long)t.v.outside_allocs, (unsigned long long)t.v.outside_bytes);
     }
@@ -237,7 +237,7 @@ class StatSession {
     std::printf("  %-40s %10s %14s %10s %14s\n", "CLASS", "REFILLS", "TLAB_BYTES", "OUTSIDE", "OUTSIDE_BYTES");
     for (size_t i = 0; i < classes_.size() && i < static_cast<size_t>(o_.top); i++) {
       const auto& c = classes_[i];
-      std::printf("  %-40s %10llu %14llu %10llu %14llu\n", c.name.c_str(), (unsigned long long)c.v.tlab_refills,
+      std::printf("  %-40s %10llu %14llu %10llu %14llu\n", printable(c.name).c_str(), (unsigned long long)c.v.tlab_refills,
                   (unsigned long long)c.v.tlab_bytes, (unsigned long long)c.v.outside_allocs,
                   (unsigned long long)c.v.outside_bytes);
     }
