@@ -1,3 +1,4 @@
+import contextlib
 """jvmtraced, the collector daemon, with real JVMs and real eBPF: discovery,
 attach on request, Prometheus metrics that agree with JFR and -Xlog:gc from
 the same run, records into its own directory, detach leaving nothing behind
@@ -550,6 +551,30 @@ def gated_worker(tmp_path, ignore_sigint=False):
     return script, args, open_gate
 
 
+@contextlib.contextmanager
+def gated_attach(tmp_path, jdks, java_classes, kind):
+    """A daemon whose worker waits at a gate, a JVM it lists, and a client's
+    `attach PID --KIND` under way; all stopped at the end.  Yields (daemon,
+    jvm, attach, args_file, open_gate)."""
+    script, args, open_gate = gated_worker(tmp_path)
+    d = Daemon(tmp_path, "--jvmtrace", str(script))
+    proc = start_jvm(jdks["unpatched"], java_classes, tmp_path, 20_000_000, tmp_path / "r.jfr", "hold")
+    attach = None
+    try:
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        d.wait_listed(proc.pid)
+        attach = subprocess.Popen([str(JVMTRACE), "daemon", "--socket", d.sock, "attach", str(proc.pid),
+                                   f"--{kind}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        yield d, proc, attach, args, open_gate
+    finally:
+        if attach and attach.poll() is None:
+            attach.kill()
+        proc.kill()
+        proc.wait(30)
+        d.stop()
+
+
 def wait_file(path, timeout=30):
     deadline = time.monotonic() + timeout
     while not path.exists():
@@ -575,16 +600,7 @@ def test_slow_attach_holds_up_neither_metrics_nor_other_clients(tmp_path, jdks, 
     """An attach whose worker cannot attach yet (it waits at a gate) must not
     hold the daemon up: a metrics scrape and a status request are answered
     at once while it waits; then the attach completes with "ok"."""
-    script, args, open_gate = gated_worker(tmp_path)
-    d = Daemon(tmp_path, "--jvmtrace", str(script))
-    proc = start_jvm(jdks["unpatched"], java_classes, tmp_path, 20_000_000, tmp_path / "r.jfr", "hold")
-    attach = None
-    try:
-        proc.stdin.write("go\n")
-        proc.stdin.flush()
-        d.wait_listed(proc.pid)
-        attach = subprocess.Popen([str(JVMTRACE), "daemon", "--socket", d.sock, "attach", str(proc.pid), "--stat"],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with gated_attach(tmp_path, jdks, java_classes, "stat") as (d, proc, attach, args, open_gate):
         assert wait_file(args).split("\n")[:3] == ["stat", "-p", str(proc.pid)]  # the worker is at its gate
         body, _ = timed("metrics scrape during the attach", lambda: urllib.request.urlopen(
             f"http://127.0.0.1:{d.port}/metrics", timeout=5).read().decode(), 2)
@@ -604,12 +620,6 @@ def test_slow_attach_holds_up_neither_metrics_nor_other_clients(tmp_path, jdks, 
         assert re.search(rf"^{proc.pid}\s+\d+\s+stock\s+stat\s", d.client("list").stdout, re.M)
         r = d.client("detach", proc.pid)
         assert r.returncode == 0 and r.stdout.startswith("ok: detached 1"), r.stdout
-    finally:
-        if attach and attach.poll() is None:
-            attach.kill()
-        proc.kill()
-        proc.wait(30)
-        d.stop()
 
 
 def test_a_worker_deaf_to_detach_is_killed_and_the_detach_answered(tmp_path, jdks, java_classes):
@@ -826,19 +836,10 @@ def test_symlink_at_the_recording_name_is_not_followed(tmp_path, jdks, java_clas
     is about to use (read from the worker's own arguments while it waits at
     its gate), pointing at a root-owned file outside: after the attach and a
     detach, that file is unchanged."""
-    script, args, open_gate = gated_worker(tmp_path)
-    d = Daemon(tmp_path, "--jvmtrace", str(script))
-    proc = start_jvm(jdks["unpatched"], java_classes, tmp_path, 20_000_000, tmp_path / "r.jfr", "hold")
     precious = tmp_path / "precious"
     precious.write_text("root's file, not a trace\n")
     before = precious.read_bytes(), os.stat(precious).st_mtime_ns
-    attach = None
-    try:
-        proc.stdin.write("go\n")
-        proc.stdin.flush()
-        d.wait_listed(proc.pid)
-        attach = subprocess.Popen([str(JVMTRACE), "daemon", "--socket", d.sock, "attach", str(proc.pid), "--record"],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with gated_attach(tmp_path, jdks, java_classes, "record") as (d, proc, attach, args, open_gate):
         argv = wait_file(args).split("\n")
         path = argv[argv.index("-o") + 1]
         assert os.path.dirname(path) == os.path.realpath(d.dir), path
@@ -851,9 +852,3 @@ def test_symlink_at_the_recording_name_is_not_followed(tmp_path, jdks, java_clas
             assert r.returncode == 0, r.stdout
         assert (precious.read_bytes(), os.stat(precious).st_mtime_ns) == before, \
             f"the recording wrote through the symlink into {precious}"
-    finally:
-        if attach and attach.poll() is None:
-            attach.kill()
-        proc.kill()
-        proc.wait(30)
-        d.stop()
