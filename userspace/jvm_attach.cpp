@@ -56,6 +56,13 @@ std::string errno_text(const std::string& what) { return what + ": " + std::stre
 // and no way to gain any: from here on this process can do nothing the
 // target's own user could not.
 void confine(int report, int pidfd, pid_t pid, const ProcessCreds& c) {
+  // Nothing of the recorder's (trace file, BPF maps) stays open here.
+  const unsigned lo = static_cast<unsigned>(std::min(report, pidfd)), hi = static_cast<unsigned>(std::max(report, pidfd));
+  auto close_between = [](unsigned first, unsigned last) {
+    return first > last || syscall(SYS_close_range, first, last, 0u) == 0;
+  };
+  if (!close_between(3, lo - 1) || !close_between(lo + 1, hi - 1) || !close_between(hi + 1, ~0u))
+    child_exit(report, AttachStatus::kFailed, errno_text("close_range"));
   const int root = open(("/proc/" + std::to_string(pid) + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (root < 0) child_exit(report, AttachStatus::kGone, errno_text("cannot open the target's root directory"));
   // The root we opened is the pidfd's process's, not a successor's.
