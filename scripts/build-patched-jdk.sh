@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
-# Builds two private OpenJDK 17 images from Debian's openjdk-17 source:
+# Builds private OpenJDK 17 images from Debian's openjdk-17 source:
 #   patched   -- HotSpot with the jvmtrace USDT probes (usdt/)
 #   unpatched -- the same source, configure flags and compiler, no patch:
 #                the fair baseline for overhead measurements.
+#   fastdebug -- the patched HotSpot built with HotSpot's own asserts on
+#                (--with-debug-level=fastdebug), so the tests that run on it
+#                have HotSpot check the probe sites (locks, safepoints).
 # Each is Debian's runtime (.debs of the same version) with our libjvm.so
 # laid over it and its CDS archive regenerated.  Nothing touches the system
 # JDK.  Results are cached outside the clone, keyed by what they are built
 # from; a cached image is reused, a missing one is built (about 20-25 min a
 # variant cold on 2 cores, a few minutes with a warm ccache).
 #
-# Usage: scripts/build-patched-jdk.sh [--cache DIR] [--variant patched|unpatched|both]
+# Usage: scripts/build-patched-jdk.sh [--cache DIR] [--variant V[,V...]|both|all]
 #                                      [--print] [--jobs N]
+#   --variant  patched, unpatched, fastdebug, a comma list of them,
+#              both (patched,unpatched: the default) or all
 #   --print   print the JAVA_HOMEs (variant=path lines) if built; exit 1 if not
 # Environment: JVMTRACE_CACHE (default /var/cache/jvmtrace)
-# Output (stdout, last lines): patched=<JAVA_HOME> / unpatched=<JAVA_HOME>
+# Output (stdout, last lines): patched=<JAVA_HOME> / unpatched=<JAVA_HOME> / ...
 set -euo pipefail
 
 SRC_PKG=openjdk-17
@@ -45,12 +50,20 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --cache) cache=$2; shift 2 ;;
     --variant)
-      case "$2" in both) variants=(patched unpatched) ;; patched|unpatched) variants=("$2") ;;
-        *) die "--variant takes patched, unpatched or both, not '$2'" ;; esac
+      case "$2" in
+        both) variants=(patched unpatched) ;;
+        all) variants=(patched fastdebug unpatched) ;;
+        *) IFS=, read -r -a variants <<< "$2"
+           for v in "${variants[@]}"; do
+             case "$v" in patched|unpatched|fastdebug) ;;
+               *) die "--variant takes patched, unpatched, fastdebug (comma-separated), both or all, not '$2'" ;;
+             esac
+           done ;;
+      esac
       shift 2 ;;
     --print) print_only=1; shift ;;
     --jobs) [[ "$2" =~ ^[1-9][0-9]*$ ]] || die "--jobs takes a positive number"; jobs=$2; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -58,7 +71,16 @@ done
 # The cache key: everything that decides the bytes of an image.
 base_key=$(echo "$SRC_PKG $SRC_VERSION ${CONFIGURE_FLAGS[*]} recipe=$RECIPE" | sha256sum | cut -c1-12)
 patched_key=$( { echo "$base_key"; cat "$patch_file" "$contract"; } | sha256sum | cut -c1-12)
-key_of() { if [ "$1" = patched ]; then echo "$patched_key"; else echo "$base_key"; fi; }
+# fastdebug: the patched tree configured a second time (its own CONF) with
+# the debug level changed.
+FASTDEBUG_FLAGS=("${CONFIGURE_FLAGS[@]/--with-debug-level=release/--with-debug-level=fastdebug}")
+FASTDEBUG_FLAGS=("${FASTDEBUG_FLAGS[@]/--with-conf-name=jvmtrace/--with-conf-name=fastdebug}")
+fastdebug_key=$(echo "$patched_key ${FASTDEBUG_FLAGS[*]}" | sha256sum | cut -c1-12)
+key_of() {
+  case "$1" in patched) echo "$patched_key" ;; fastdebug) echo "$fastdebug_key" ;; *) echo "$base_key" ;; esac
+}
+# (make's CONF= matches by substring: neither name may contain the other)
+conf_of() { if [ "$1" = fastdebug ]; then echo fastdebug; else echo jvmtrace; fi; }
 home_of() { echo "$cache/jdk-$1-$(key_of "$1")/root/usr/lib/jvm/java-17-openjdk-amd64"; }
 built() { [ -f "$cache/jdk-$1-$(key_of "$1")/.complete" ]; }
 
@@ -128,10 +150,11 @@ fetch_debs() {
 }
 
 # --- 2. Build libjvm.so ------------------------------------------------------
-# One source tree serves both variants: the patch is applied or reverted in
+# One source tree serves every variant: the patch is applied or reverted in
 # place and make rebuilds only what depends on the files it touches.  (Two
 # trees would each need a cold build: ccache hashes the precompiled header,
-# which differs between tree paths.)
+# which differs between tree paths.)  fastdebug is a second configuration
+# (build/fastdebug) of the same tree, patched.
 tree=$cache/build/src
 state=$cache/build/.configured   # base key the tree was made and configured for
 applied=$cache/build/.applied    # "unpatched" or "patched <key>"
@@ -149,10 +172,21 @@ prepare_tree() {
   echo "$base_key" > "$state"
 }
 
+prepare_fastdebug_conf() {
+  local fd_state=$cache/build/.configured-fastdebug
+  [ -f "$fd_state" ] && [ "$(cat "$fd_state")" = "$base_key" ] && return
+  log "configuring the fastdebug build (log: $cache/build/configure-fastdebug.log)"
+  (cd "$tree" && bash configure "${FASTDEBUG_FLAGS[@]}" --with-boot-jdk="$BOOT_JDK" \
+      --with-jobs="$jobs" >"$cache/build/configure-fastdebug.log" 2>&1) \
+    || { tail -n 30 "$cache/build/configure-fastdebug.log" >&2
+         die "fastdebug configure failed (log: $cache/build/configure-fastdebug.log)"; }
+  echo "$base_key" > "$fd_state"
+}
+
 switch_tree_to() {
   local variant=$1 want
   want=unpatched
-  [ "$variant" = patched ] && want="patched $patched_key"
+  [ "$variant" != unpatched ] && want="patched $patched_key"
   [ "$(cat "$applied")" = "$want" ] && return
   if [ "$(cat "$applied")" != unpatched ]; then
     log "reverting the previously applied patch"
@@ -160,7 +194,7 @@ switch_tree_to() {
     rm -f "$tree/src/hotspot/os/posix/dtrace/jvmtrace.d"
     echo unpatched > "$applied"
   fi
-  if [ "$variant" = patched ]; then
+  if [ "$variant" != unpatched ]; then
     log "applying usdt/hotspot/jvmtrace-probes.patch"
     (cd "$tree" && patch -p1 --quiet --batch --dry-run < "$patch_file" >/dev/null) \
       || die "the jvmtrace patch does not apply to $SRC_PKG $SRC_VERSION"
@@ -172,23 +206,25 @@ switch_tree_to() {
 }
 
 build_libjvm() {
-  local variant=$1
+  local variant=$1 conf
+  conf=$(conf_of "$variant")
   prepare_tree
+  [ "$variant" = fastdebug ] && prepare_fastdebug_conf
   switch_tree_to "$variant"
   log "$variant: make hotspot (log: $cache/build/make-$variant.log)"
   export CCACHE_DIR=$cache/ccache
   ccache -M 8G >/dev/null
-  local objs=$tree/build/jvmtrace/hotspot/variant-server/libjvm/objs
+  local objs=$tree/build/$conf/hotspot/variant-server/libjvm/objs
   local before
   before=$(date +%s)
-  (cd "$tree" && make CONF=jvmtrace JOBS="$jobs" LOG=warn hotspot >"$cache/build/make-$variant.log" 2>&1) &
+  (cd "$tree" && make CONF="$conf" JOBS="$jobs" LOG=warn hotspot >"$cache/build/make-$variant.log" 2>&1) &
   local pid=$! n=0
   while kill -0 $pid 2>/dev/null; do
     sleep 30; n=$((n + 30))
     log "$variant: building, ${n}s, $(find "$objs" -name '*.o' -newermt "@$before" 2>/dev/null | wc -l) objects compiled so far"
   done
   wait $pid || { tail -n 40 "$cache/build/make-$variant.log" >&2; die "$variant: make hotspot failed (log: $cache/build/make-$variant.log)"; }
-  libjvm=$tree/build/jvmtrace/support/modules_libs/java.base/server/libjvm.so
+  libjvm=$tree/build/$conf/support/modules_libs/java.base/server/libjvm.so
   [ -f "$libjvm" ] || die "$variant: make succeeded but $libjvm is missing"
 }
 

@@ -30,7 +30,7 @@ case "$gc" in G1|Parallel) ;; *) echo "trace-demo: --gc takes G1 or Parallel" >&
 
 say() { echo "[demo] $*" >&2; }
 "$here/install-deps.sh"
-java_home=$("$here/build-patched-jdk.sh" | sed -n 's/^patched=//p')
+java_home=$("$here/build-patched-jdk.sh" --variant patched | sed -n 's/^patched=//p')
 say "patched JDK: $java_home"
 cmake -S "$repo" -B "$repo/build" >/dev/null
 cmake --build "$repo/build" -j "$(nproc)" >/dev/null

@@ -64,3 +64,18 @@ def usdt_fixture():
     if not exe.is_file():
         pytest.fail(f"{exe} is not built; run cmake -S . -B build && cmake --build build")
     return exe
+
+
+@pytest.fixture(scope="session")
+def fastdebug_home():
+    """The patched HotSpot built with its asserts on (build-patched-jdk.sh
+    --variant fastdebug), or JVMTRACE_FASTDEBUG_HOME."""
+    home = os.environ.get("JVMTRACE_FASTDEBUG_HOME")
+    if home:
+        return Path(home)
+    r = subprocess.run([str(REPO / "scripts/build-patched-jdk.sh"), "--print", "--variant", "fastdebug"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.fail("the fastdebug JDK is not built; run scripts/build-patched-jdk.sh --variant fastdebug "
+                    f"(it said: {r.stderr.strip()})")
+    return Path(r.stdout.split("=", 1)[1].strip())

@@ -1,0 +1,79 @@
+"""The patched HotSpot with HotSpot's own asserts on (fastdebug): every probe
+site runs while a tracer is attached, on every collector, and HotSpot checks
+the locks and safepoint states the sites rely on.  A probe that reads what
+it may not (say, G1's used() off a safepoint without Heap_lock, as gc__end of
+a concurrent cycle once did) crashes a debug JVM with an assert.
+
+The rest of the suite's JVM tests run on this build too: scripts/test.sh runs
+test_jvm_probes.py and test_record.py a second time with JVMTRACE_PATCHED_HOME
+set to it."""
+import json
+import subprocess
+
+import pytest
+
+from conftest import BUILD_DIR
+
+JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
+
+# Each: collector flags, program, and what must happen in the trace.
+RUNS = {
+    # System.gc() as a concurrent cycle: a concurrent-start young pause, then
+    # marking, Remark and Cleanup, and the cycle's end on the marking thread.
+    "G1-concurrent": (["-XX:+UseG1GC", "-Xmx256m", "-XX:+ExplicitGCInvokesConcurrent"], ["SystemGc", "4"]),
+    "G1-full": (["-XX:+UseG1GC", "-Xmx256m"], ["SystemGc", "2"]),
+    "G1-alloc": (["-XX:+UseG1GC", "-Xmx96m"], ["AllocWorker", "3000000"]),
+    "Parallel": (["-XX:+UseParallelGC", "-Xmx96m"], ["AllocWorker", "3000000"]),
+    "Serial": (["-XX:+UseSerialGC", "-Xmx96m"], ["AllocWorker", "3000000"]),
+}
+
+
+def record_from_start(java, flags, program, classes, out):
+    """Starts the program (it waits for "go"), records it, lets it run."""
+    jvm = subprocess.Popen([java, *flags, "-cp", str(classes), *program], stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ready = jvm.stdout.readline()
+        assert ready.startswith("ready "), f"no ready line: {ready!r} {jvm.stderr.read()[-3000:]}"
+        rec = subprocess.Popen([str(JVMTRACE), "record", "-p", str(jvm.pid), "-o", str(out)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # Attached once the banner is out.
+        for line in rec.stderr:
+            if line.startswith("Recording PID"):
+                break
+        else:
+            pytest.fail(f"record did not attach: rc {rec.wait()}")
+        rest, err = jvm.communicate("go\n", timeout=600)
+        rec_rest = rec.stderr.read()
+        rec.wait(timeout=120)
+        return jvm.returncode, ready + rest, err, rec.returncode, rec_rest
+    finally:
+        if jvm.poll() is None:
+            jvm.kill()
+
+
+@pytest.mark.parametrize("run", list(RUNS))
+def test_probe_sites_hold_hotspots_own_asserts(run, fastdebug_home, java_classes, tmp_path):
+    flags, program = RUNS[run]
+    java = str(fastdebug_home / "bin/java")
+    version = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
+    assert "debug" in version, f"{fastdebug_home} is not a debug build:\n{version}"
+    out = tmp_path / f"{run}.jvmtrace"
+    rc, stdout, stderr, rec_rc, rec_err = record_from_start(java, flags, program, java_classes, out)
+    assert rc == 0, f"the debug JVM failed (an assert at a probe site?) rc {rc}:\n{stderr[-4000:]}\n{stdout[-2000:]}"
+    assert "assert" not in stderr and "Internal Error" not in stderr + stdout, stderr[-4000:]
+    assert rec_rc == 0, rec_err
+    events = [json.loads(l) for l in subprocess.run([str(JVMTRACE), "dump", "--json", str(out)], check=True,
+                                                    capture_output=True, text=True).stdout.splitlines()]
+    probes = {e["probe"] for e in events if e.get("type") == "event"}
+    kinds = {e["args"]["kind"] for e in events if e.get("probe") == "gc__end"}
+    # The run reached the sites it is there for.
+    assert {"gc__start", "gc__end"} <= probes, probes
+    if run == "G1-concurrent":
+        assert 2 in kinds, f"no concurrent cycle ended in the trace: kinds {kinds}"
+    if run.endswith("alloc") or run in ("Parallel", "Serial"):
+        assert {"tlab__refill", "alloc__slow__enter", "alloc__slow__exit"} <= probes, probes
+    if run in ("G1-alloc", "Parallel"):
+        assert {"plab__alloc", "plab__retire"} <= probes, probes
+    check = subprocess.run([str(JVMTRACE), "report", "--check", str(out)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-2000:]
