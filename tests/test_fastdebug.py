@@ -31,7 +31,8 @@ RUNS = {
 def record_from_start(java, flags, program, classes, out):
     """Starts the program (it waits for "go"), records it, lets it run."""
     jvm = subprocess.Popen([java, *flags, "-cp", str(classes), *program], stdin=subprocess.PIPE,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           cwd=out.parent)  # where an assert leaves its hs_err_pid*.log
     try:
         ready = jvm.stdout.readline()
         assert ready.startswith("ready "), f"no ready line: {ready!r} {jvm.stderr.read()[-3000:]}"
