@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BUILD_DIR
+from helpers import REPO
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
 LAUNCHES = int(os.environ.get("JVMTRACE_LAUNCHES", "200"))
@@ -361,3 +362,30 @@ def test_names_the_target_chose_cannot_drive_roots_terminal(jdks, java_classes, 
     for what, text in (("dump", dump), ("report", report), ("stat", stat_out)):
         assert "\x1b" not in text and "\x07" not in text, f"{what} printed a raw escape sequence"
         assert "\\x1b]0;pwned" in text, f"{what} does not show the thread's name:\n{text[-2000:]}"
+
+
+def test_a_libjvm_path_cannot_inject_bpftrace_code(java_classes, tmp_path):
+    """jvmtrace-bt puts the path of the target's libjvm.so (the container's
+    choice) into the text of a bpftrace program it runs as root.  A path
+    with bpftrace syntax in it (a probe body printing INJECTED) is refused
+    before bpftrace runs."""
+    # A JDK whose directory name carries the payload (hard links of Debian's).
+    base = Path("/var/tmp") / f"jvmtrace-inj-{os.getpid()}"
+    jdk = base / 'a{printf("INJECTED");exit();}b' / "jdk"  # (a ':' would stop the JVM itself)
+    shutil.rmtree(base, ignore_errors=True)
+    jdk.parent.mkdir(parents=True)
+    subprocess.run(["cp", "-al", "/usr/lib/jvm/java-17-openjdk-amd64", str(jdk)], check=True)
+    jvm = subprocess.Popen([str(jdk / "bin/java"), "-cp", str(java_classes), "AllocWorker", "1000000"],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert jvm.stdout.readline().startswith("ready ")
+        maps = Path(f"/proc/{jvm.pid}/maps").read_text()
+        assert "INJECTED" in maps and "libjvm.so" in maps, "the JVM does not map the planted path"
+        bt = subprocess.run([str(REPO / "scripts/jvmtrace-bt"), "gcpause_stock", str(jvm.pid)],
+                            capture_output=True, text=True, timeout=120)
+    finally:
+        jvm.kill()
+        jvm.wait()
+        shutil.rmtree(base, ignore_errors=True)
+    assert "INJECTED" not in bt.stdout, "the path's bpftrace code ran"
+    assert bt.returncode != 0 and "will not put into a bpftrace program" in bt.stderr, bt.stdout + bt.stderr
