@@ -389,3 +389,68 @@ def test_a_libjvm_path_cannot_inject_bpftrace_code(java_classes, tmp_path):
         shutil.rmtree(base, ignore_errors=True)
     assert "INJECTED" not in bt.stdout, "the path's bpftrace code ran"
     assert bt.returncode != 0 and "will not put into a bpftrace program" in bt.stderr, bt.stdout + bt.stderr
+
+
+def test_a_fifo_at_the_perf_map_name_neither_is_opened_nor_stalls_the_jvm(jdks, java_classes, tmp_path):
+    """The container's /tmp/perf-PID.map is a FIFO: the recorder looks at it
+    (an O_PATH descriptor opens nothing) and never opens it (a device node
+    there would get no open() with its side effects either), and does not
+    ask the JVM to write it: HotSpot's fopen() of a FIFO blocks its attach
+    listener inside the VM, and the JVM then never exits (seen: still alive
+    120 s after its work).  A writer blocked on the FIFO tells whether any
+    reader ever opened it."""
+    import threading
+    box_tmp = tmp_path / "box-tmp"
+    box_tmp.mkdir()
+    box_tmp.chmod(0o1777)
+    classes = Path("/var/tmp") / f"jvmtrace-classes-fifo-{os.getpid()}"
+    shutil.copytree(java_classes, classes, dirs_exist_ok=True)
+    java = Path(jdks["patched"]) / "bin/java"
+    script = (f"mount --bind {box_tmp} /tmp && mkfifo -m 666 /tmp/perf-$$.map && "
+              f"exec {java} -XX:+PreserveFramePointer -cp {classes} AllocWorker 3000000")
+    jvm = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    fifo = box_tmp / f"perf-{jvm.pid}.map"
+    opened = threading.Event()
+
+    def writer():  # returns from open() only once a reader opens the FIFO
+        try:
+            fd = os.open(fifo, os.O_WRONLY)
+            opened.set()
+            os.close(fd)
+        except OSError:
+            pass
+    t = None
+    try:
+        assert jvm.stdout.readline().startswith("ready "), jvm.stderr.read()[-2000:]
+        assert fifo.is_fifo()
+        t = threading.Thread(target=writer, daemon=True)
+        t.start()
+        out = tmp_path / "fifo.jvmtrace"
+        rec = subprocess.Popen([str(JVMTRACE), "record", "--stacks", "-p", str(jvm.pid), "-o", str(out)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        banner = ""
+        for line in rec.stderr:
+            banner += line
+            if line.startswith("Recording PID"):
+                break
+        rest, err = jvm.communicate("go\n", timeout=120)
+        _, rec_err = rec.communicate(timeout=60)
+        rec_err = banner + rec_err
+    finally:
+        if jvm.poll() is None:
+            jvm.kill()
+        was_opened = opened.is_set()
+        # Release the blocked writers (ours; the JVM's own perf-map write).
+        try:
+            r = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+            if t:
+                t.join(5)
+            os.close(r)
+        except OSError:
+            pass
+        shutil.rmtree(classes, ignore_errors=True)
+    assert not was_opened, "the recorder opened the FIFO at the perf map's name"
+    assert jvm.returncode == 0 and "checksum " in rest, err[-2000:]
+    assert rec.returncode == 0, rec_err
+    assert "not a regular file" in rec_err, rec_err

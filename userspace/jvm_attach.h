@@ -79,12 +79,20 @@ AttachStatus jcmd(pid_t pid, const std::string& command, double timeout_s, std::
 // following no symbolic link at all, and only if the file is owned by uid
 // and at most max_bytes long.  -1 with *error otherwise.  For files a target
 // writes (its perf map): whatever it plants there cannot make us read
-// something it could not read itself.
+// something it could not read itself.  Nothing but a regular file is ever
+// opened (a device node planted at the name is looked at, not opened).
 int open_target_file(int root_fd, const std::string& rel, uid_t uid, uint64_t max_bytes, std::string* error);
+
+// Whether the target may be asked to write its file at rel below root_fd
+// (for example Compiler.perfmap): the file is absent, or a regular file of
+// uid reached through no symbolic link.  Something else planted there (a
+// FIFO would stall the JVM's writer in the VM, a symlink would redirect its
+// write) makes it false with *error; nothing is opened to find out.
+bool target_file_fit_to_write(int root_fd, const std::string& rel, uid_t uid, std::string* error);
 
 // A read-only fd of path (absolute, as the process sees it) inside the root
 // directory root_fd stands for: symlinks are resolved inside that root, so
-// they cannot lead out of it.  -1 with *error.
+// they cannot lead out of it; only a regular file is opened.  -1 with *error.
 int open_in_root(int root_fd, const std::string& path, std::string* error);
 
 }  // namespace jvmtrace

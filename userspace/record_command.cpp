@@ -579,7 +579,7 @@ int record_command(int argc, char** argv) {
   std::unique_ptr<PerfMapRefresher> refresher;
   if (o.stacks) {
     symbolizer = std::make_unique<StackSymbolizer>(o.pid);
-    refresher = std::make_unique<PerfMapRefresher>(o.pid, o.perfmap_seconds);
+    refresher = std::make_unique<PerfMapRefresher>(o.pid, o.perfmap_seconds, *symbolizer);
     refresher->run_now(10);
     symbolizer->load_perf_map();
     if (process_cmdline(o.pid).find("-XX:+PreserveFramePointer") == std::string::npos)

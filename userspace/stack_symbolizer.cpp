@@ -181,9 +181,28 @@ bool StackSymbolizer::load_perf_map() {
   return changed;
 }
 
+bool StackSymbolizer::perf_map_fit_to_write(std::string* why) const {
+  if (perf_rel_.empty()) {
+    *why = "cannot find the target's root directory or user";
+    return false;
+  }
+  return target_file_fit_to_write(root_fd_, perf_rel_, uid_, why);
+}
+
 bool PerfMapRefresher::start(double timeout_s) {
   if (op_.running()) return false;
   last_start_ns_ = mono_ns();
+  // HotSpot opens the file with fopen("w") from VM code: a FIFO planted
+  // there would stall its attach listener (and, at exit, the whole VM at
+  // its last safepoint); a symlink would redirect the JVM's write.
+  std::string why;
+  if (!where_.perf_map_fit_to_write(&why)) {
+    why += ": the JVM is not asked to write its perf map";
+    if (problem_ != why) std::fprintf(stderr, "jvmtrace record: perf map: %s\n", why.c_str());
+    problem_ = why;
+    backoff_until_ns_ = mono_ns() + interval_ns_;
+    return false;
+  }
   if (op_.start(pid_, "Compiler.perfmap", timeout_s)) return true;
   finished();
   return false;

@@ -39,6 +39,9 @@ class StackSymbolizer {
   bool load_perf_map();
   // Why the perf map was last not read (empty: it was, or does not exist).
   const std::string& perf_map_problem() const { return perf_problem_; }
+  // Whether the JVM may be asked to write its perf map now (absent, or a
+  // regular file of its user); why not in *why.
+  bool perf_map_fit_to_write(std::string* why) const;
   size_t perf_map_entries() const { return perf_.size(); }
   uint64_t unresolved_jit() const { return unresolved_jit_; }  // anonymous-code frames no perf map entry named
 
@@ -74,7 +77,10 @@ class StackSymbolizer {
 // (not yet catching SIGQUIT) is asked again later, never signalled.
 class PerfMapRefresher {
  public:
-  PerfMapRefresher(pid_t pid, double interval_s) : pid_(pid), interval_ns_(static_cast<uint64_t>(interval_s * 1e9)) {}
+  // where: the symbolizer reading the map, which knows where it is; the
+  // JVM is only asked to write it while that file is fit for it.
+  PerfMapRefresher(pid_t pid, double interval_s, const StackSymbolizer& where)
+      : pid_(pid), where_(where), interval_ns_(static_cast<uint64_t>(interval_s * 1e9)) {}
   // Why the last refresh failed; empty if it worked (or none finished yet).
   const std::string& problem() const { return problem_; }
   // Starts a refresh if none runs and the interval has passed (soon: 0.25 s,
@@ -92,6 +98,7 @@ class PerfMapRefresher {
   bool finished();  // the running refresh has ended; true if it worked
 
   pid_t pid_;
+  const StackSymbolizer& where_;
   AttachOperation op_;
   std::string problem_;
   uint64_t interval_ns_, last_start_ns_ = 0;
