@@ -195,7 +195,7 @@ def finish(rec, timeout=60):
 def record_then_kill(jdks, java_classes, out, seconds, victim):
     """Records a busy JVM for `seconds`, then SIGKILLs the victim ("target" or
     "recorder"); returns the recorder's exit status and stderr."""
-    proc = start_java(jdks, java_classes, "AllocWorker", 400_000_000)
+    proc = start_java(jdks, java_classes, "AllocWorker", "forever")
     try:
         rec = start_record(proc.pid, out)
         proc.stdin.write("go\n")
@@ -248,7 +248,7 @@ def test_attach_and_detach_leave_nothing_behind(jdks, java_classes, tmp_path):
     JVM runs on."""
     before = links_and_uprobes()
     assert not before[1], f"jvmtrace programs already loaded: {before[1]}"
-    proc = start_java(jdks, java_classes, "AllocWorker", 400_000_000)
+    proc = start_java(jdks, java_classes, "AllocWorker", "forever")
     try:
         rec = start_record(proc.pid, tmp_path / "detach.jvmtrace")
         proc.stdin.write("go\n")

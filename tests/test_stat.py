@@ -148,7 +148,7 @@ def test_interval_reports_grow_and_duration_stops_it(jdks, java_classes):
     final one, time and counters never going back, and stat ends by itself
     while the JVM still runs."""
     import time
-    proc = subprocess.Popen(java_cmd(jdks["patched"], java_classes, "G1", 64, "AllocWorker", 400_000_000),
+    proc = subprocess.Popen(java_cmd(jdks["patched"], java_classes, "G1", 64, "AllocWorker", "forever"),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         LineReader(proc.stdout).wait_for(lambda l: l.startswith("ready"), 60, "ready")

@@ -107,7 +107,7 @@ def test_stock_system_gc_gives_exact_full_collections(stock_home, java_classes, 
 
 def test_stock_mode_errors_and_detach(jdks, java_classes, tmp_path, usdt_fixture):
     # --mode usdt on an unpatched JVM, --mode stock on something that is not HotSpot.
-    proc = subprocess.Popen(java_cmd(jdks["unpatched"], java_classes, "G1", 64, "AllocWorker", 400_000_000),
+    proc = subprocess.Popen(java_cmd(jdks["unpatched"], java_classes, "G1", 64, "AllocWorker", "forever"),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         LineReader(proc.stdout).wait_for(lambda l: l.startswith("ready"), 60, "ready")

@@ -4,6 +4,10 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <csignal>
+#include <string>
+
+#include <unistd.h>
 
 namespace jvmtrace {
 
@@ -30,7 +34,15 @@ bool attach_jvmtrace_usdt(bpf_object* obj, pid_t pid, const std::string& binary,
     if (!l) {
       int err = errno;
       *error = std::string("cannot attach to jvmtrace:") + probe + " in " + binary + ": " + std::strerror(err);
-      if (err == ENOENT) *error += " (no such probe: not a patched JVM?)";
+      if (err == ENOENT) {
+        // ENOENT has three causes; name the one that holds, not always the last.
+        if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH)
+          *error += " (process " + std::to_string(pid) + " has exited)";
+        else if (::access(binary.c_str(), F_OK) != 0)
+          *error += " (the file is not there)";
+        else
+          *error += " (no such probe: not a patched JVM?)";
+      }
       return false;
     }
     links->emplace_back(l);

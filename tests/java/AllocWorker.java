@@ -8,7 +8,7 @@ import jdk.jfr.Recording;
  * JFR recording (started before the worker, stopped after it) records the
  * allocation and promotion events jvmtrace is checked against.
  *
- * args: ITERATIONS (default 2_000_000) JFR_OUT (optional: no recording if absent)
+ * args: ITERATIONS (default 2_000_000; "forever": until killed) JFR_OUT (optional: no recording if absent)
  *       hold (optional): afterwards print "done" and wait for a line on stdin before exiting,
  *       so a tracer attached to the JVM can be read while it still lives
  * Prints "worker tid T" and a checksum that depends only on ITERATIONS.
@@ -43,7 +43,8 @@ public class AllocWorker {
     }
 
     public static void main(String[] args) throws Exception {
-        int iterations = args.length > 0 ? Integer.parseInt(args[0]) : 2_000_000;
+        boolean forever = args.length > 0 && args[0].equals("forever");
+        int iterations = forever ? 100_000_000 : args.length > 0 ? Integer.parseInt(args[0]) : 2_000_000;
         String jfrOut = args.length > 1 ? args[1] : null;
         if (jfrOut != null) {
             // JFR's first start initialises JFR, allocating enough to cause
@@ -76,7 +77,9 @@ public class AllocWorker {
                 result[1] = TestSupport.kernelTid();
                 System.out.println("worker tid " + result[1]);
                 System.out.flush();
-                result[0] = work(iterations);
+                do {
+                    result[0] = work(iterations);
+                } while (forever);
             } catch (Exception e) {
                 throw new RuntimeException(e);
             }
