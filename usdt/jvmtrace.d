@@ -67,4 +67,28 @@ provider jvmtrace {
 	 * PLAB could be had). */
 	probe promote__direct(uint32_t gc_id, uint64_t address, uint64_t bytes,
 	    uint32_t dest, int32_t tid);
+
+	/* Stop-the-world pauses ------------------------------------------- */
+
+	/* A stop-the-world pause as -Xlog:gc reports it: one start/end pair per
+	 * "GC(n) Pause ..." line, for every pause of G1 (Young, Remark, Cleanup,
+	 * Full), Parallel (Young, Full) and Serial (Young, Full), whether
+	 * logging is on or not.  Fired on the VM thread, at the safepoint.
+	 * gc_id: the log line's GC(n); for G1 Remark and Cleanup the concurrent
+	 *   cycle's id (that of gc__start/gc__end kind 2).  Several pauses may
+	 *   share one safepoint, each with its own id (a young pause that gives
+	 *   up, then a full one).
+	 * name: HotSpot's title, verbatim: "Pause Young", "Pause Young
+	 *   (Concurrent Start)", "Pause Remark", "Pause Full", ...  Valid only
+	 *   while the probe fires: copy it.
+	 * cause: "Allocation Failure", "G1 Evacuation Pause", "System.gc()", ...;
+	 *   "" for Remark and Cleanup (join on gc_id with gc__start kind 2).
+	 * kind: 0 young (every G1 young type, Mixed too), 1 full, 2 remark,
+	 *   3 cleanup.
+	 * heap_used / heap_committed: the whole heap at this instant; at the
+	 *   start the log's "before", at the end its "after(committed)". */
+	probe gc__pause__start(uint32_t gc_id, const char *name, const char *cause,
+	    uint32_t kind, uint64_t heap_used, uint64_t heap_committed);
+	probe gc__pause__end(uint32_t gc_id, const char *name, const char *cause,
+	    uint32_t kind, uint64_t heap_used, uint64_t heap_committed);
 };
