@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark: how many events per second `jvmtrace record` keeps with zero
 drops, what it costs per event, and how big the events are on disk -- with
-the USDT fixture (tests/fixtures/usdt_fixture.cpp), which fires all eight
+the USDT fixture (tests/fixtures/usdt_fixture.cpp), which fires all ten
 probes at a chosen rate from one or two threads.
 
 Per step, side by side in one run:
@@ -31,7 +31,7 @@ from helpers import LineReader  # noqa: E402
 
 FIXTURE = REPO / "build/tests/fixtures/usdt_fixture"
 JVMTRACE = REPO / "build/userspace/jvmtrace"
-EVENTS_PER_ROUND = 8
+EVENTS_PER_ROUND = 10
 
 
 def child_cpu():

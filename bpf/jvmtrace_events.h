@@ -19,6 +19,8 @@ enum jt_probe {
 	JT_PLAB_ALLOC,
 	JT_PLAB_RETIRE,
 	JT_PROMOTE_DIRECT,
+	JT_GC_PAUSE_START,
+	JT_GC_PAUSE_END,
 	JT_PROBE_COUNT,
 };
 
@@ -42,8 +44,15 @@ struct jt_event {
 /* Frames kept per stack (the innermost ones). */
 #define JT_STACK_DEPTH 64
 
+/* gc__pause__start/end carry their name's text, not its address: HotSpot
+ * builds G1's young pause title in a stack buffer, so the address names
+ * nothing once the probe has returned.  JT_PAUSE_NAME_MAX bytes follow the
+ * six arguments, NUL-terminated (cut if longer); args[1] is 0. */
+#define JT_PAUSE_NAME_MAX 64
+
 /* Ring buffer bytes one event of n arguments takes (the kernel adds an
  * 8-byte header and rounds to 8). */
 #define JT_EVENT_SIZE(n) (16 + 8 * (n))
+#define JT_PAUSE_EVENT_SIZE (JT_EVENT_SIZE(6) + JT_PAUSE_NAME_MAX)
 
 #endif /* JVMTRACE_EVENTS_H */

@@ -68,3 +68,5 @@ SEC("usdt") int gc__end(struct pt_regs *ctx) { return emit(ctx, JT_GC_END, 1, -1
 SEC("usdt") int plab__alloc(struct pt_regs *ctx) { return emit(ctx, JT_PLAB_ALLOC, -1, -1, -1); }
 SEC("usdt") int plab__retire(struct pt_regs *ctx) { return emit(ctx, JT_PLAB_RETIRE, -1, -1, -1); }
 SEC("usdt") int promote__direct(struct pt_regs *ctx) { return emit(ctx, JT_PROMOTE_DIRECT, -1, -1, -1); }
+SEC("usdt") int gc__pause__start(struct pt_regs *ctx) { return emit(ctx, JT_GC_PAUSE_START, 1, -1, 2); }
+SEC("usdt") int gc__pause__end(struct pt_regs *ctx) { return emit(ctx, JT_GC_PAUSE_END, 1, -1, 2); }

@@ -38,6 +38,41 @@ static __always_inline int emit(struct pt_regs *ctx, __u16 probe, const int narg
 	return 0;
 }
 
+/* gc__pause__start/end(gc_id, name, cause, kind, heap_used, heap_committed):
+ * the name's text travels in the record (jvmtrace_events.h), the cause's
+ * address as for gc__start. */
+static __always_inline int emit_pause(struct pt_regs *ctx, __u16 probe)
+{
+	struct jt_event *e;
+	long v, name = 0;
+
+	if (stopped)
+		return 0;
+	e = bpf_ringbuf_reserve(&events, JT_PAUSE_EVENT_SIZE, 0);
+	if (!e) {
+		__sync_fetch_and_add(&dropped, 1);
+		return 0;
+	}
+	e->ts_ns = bpf_ktime_get_ns();
+	e->tid = (__u32)bpf_get_current_pid_tgid();
+	e->probe = probe;
+	e->nargs = 6;
+	for (int i = 0; i < 6; i++) {
+		v = 0;
+		bpf_usdt_arg(ctx, i, &v);
+		e->args[i] = v;
+	}
+	name = e->args[1];
+	e->args[1] = 0;
+	char *text = (char *)e + JT_EVENT_SIZE(6);
+	text[0] = 0;
+	if (name)
+		bpf_probe_read_user_str(text, JT_PAUSE_NAME_MAX, (void *)name);
+	/* Pauses are rare: wake the reader for each, so a pause shows at once. */
+	event_submit(e, true);
+	return 0;
+}
+
 /* The count is each probe's arguments minus the trailing tid; then where
  * name addresses are. */
 SEC("usdt") int tlab__refill(struct pt_regs *ctx) { return emit(ctx, JT_TLAB_REFILL, 6, 3, -1, true); }
@@ -48,3 +83,5 @@ SEC("usdt") int gc__end(struct pt_regs *ctx) { return emit(ctx, JT_GC_END, 6, 1,
 SEC("usdt") int plab__alloc(struct pt_regs *ctx) { return emit(ctx, JT_PLAB_ALLOC, 4, -1, -1, false); }
 SEC("usdt") int plab__retire(struct pt_regs *ctx) { return emit(ctx, JT_PLAB_RETIRE, 6, -1, -1, false); }
 SEC("usdt") int promote__direct(struct pt_regs *ctx) { return emit(ctx, JT_PROMOTE_DIRECT, 4, -1, -1, false); }
+SEC("usdt") int gc__pause__start(struct pt_regs *ctx) { return emit_pause(ctx, JT_GC_PAUSE_START); }
+SEC("usdt") int gc__pause__end(struct pt_regs *ctx) { return emit_pause(ctx, JT_GC_PAUSE_END); }

@@ -81,6 +81,21 @@ int gc__end(struct pt_regs *ctx)
 	return 0;
 }
 
+/* gc__pause__start/end(gc_id, name, cause, kind, heap_used, heap_committed) */
+SEC("usdt")
+int gc__pause__start(struct pt_regs *ctx)
+{
+	stat_pause_start((__u32)arg(ctx, 0), (__u32)arg(ctx, 3));
+	return 0;
+}
+
+SEC("usdt")
+int gc__pause__end(struct pt_regs *ctx)
+{
+	stat_pause_end((__u32)arg(ctx, 0), (__u32)arg(ctx, 3));
+	return 0;
+}
+
 /* plab__alloc(gc_id, plab_start, plab_bytes, dest, tid) */
 SEC("usdt")
 int plab__alloc(struct pt_regs *ctx)

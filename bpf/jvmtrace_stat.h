@@ -15,10 +15,17 @@ enum jt_hist {
 	JT_H_TLAB_BYTES = 0,     /* new TLAB sizes */
 	JT_H_SLOW_US,            /* alloc__slow__enter -> exit, per thread, microseconds */
 	JT_H_OUTSIDE_BYTES,      /* objects allocated outside any TLAB */
-	JT_H_PAUSE_YOUNG_US,     /* gc__start -> gc__end, kind young, microseconds */
+	JT_H_PAUSE_YOUNG_US,     /* gc__pause__start -> end, kind young, microseconds */
 	JT_H_PAUSE_FULL_US,      /* ... kind full */
-	JT_H_CONCURRENT_US,      /* ... kind concurrent (a cycle, not a pause) */
+	JT_H_CONCURRENT_US,      /* gc__start -> gc__end, kind concurrent (a cycle, not a pause) */
 	JT_H_PLAB_BYTES,         /* new PLAB sizes */
+	JT_H_PAUSE_REMARK_US,    /* gc__pause__start -> end, G1 Remark */
+	JT_H_PAUSE_CLEANUP_US,   /* ... G1 Cleanup */
+	/* gc__start -> gc__end of young and full collections: the pauses' stand-in
+	 * where there are no pause probes (stock mode, a JVM patched before them);
+	 * user space shows them as the young and full pauses then. */
+	JT_H_GC_YOUNG_US,
+	JT_H_GC_FULL_US,
 	JT_HIST_COUNT,
 };
 
@@ -49,6 +56,8 @@ enum jt_counter {
 	JT_C_GC_INFLIGHT_FULL,   /* gc__start not remembered (gc_inflight full): its pause not measured */
 	JT_C_GC_END_UNPAIRED,    /* gc__end with no remembered start: its pause not measured */
 	JT_C_SLOW_EXIT_UNPAIRED, /* alloc__slow__exit with no remembered enter: its latency not measured */
+	JT_C_PAUSES,             /* gc__pause__end: stop-the-world pauses that ended */
+	JT_C_PAUSE_END_UNPAIRED, /* gc__pause__end with no remembered start: its length not measured */
 	JT_COUNTER_COUNT,
 };
 

@@ -180,7 +180,37 @@ static __always_inline void stat_gc_end(__u64 key, __u32 kind)
 		count(JT_C_GC_END_UNPAIRED, 1);
 		return;
 	}
-	hist(kind == 0 ? JT_H_PAUSE_YOUNG_US : kind == 1 ? JT_H_PAUSE_FULL_US : JT_H_CONCURRENT_US,
+	hist(kind == 0 ? JT_H_GC_YOUNG_US : kind == 1 ? JT_H_GC_FULL_US : JT_H_CONCURRENT_US,
+	     (bpf_ktime_get_ns() - *start) / 1000);
+	bpf_map_delete_elem(&gc_inflight, &key);
+}
+
+/* Stop-the-world pauses (gc__pause__start/end), remembered in gc_inflight
+ * under keys of their own: several share a GC id (a G1 cycle's Remark and
+ * Cleanup), never an id and a kind. */
+#define PAUSE_KEY(gc_id, kind) ((1ull << 62) | ((__u64)(gc_id) << 2) | ((kind) & 3))
+
+static __always_inline void stat_pause_start(__u32 gc_id, __u32 kind)
+{
+	__u64 key = PAUSE_KEY(gc_id, kind), ts = bpf_ktime_get_ns();
+
+	if (bpf_map_update_elem(&gc_inflight, &key, &ts, BPF_ANY))
+		count(JT_C_GC_INFLIGHT_FULL, 1);
+}
+
+/* kind: 0 young, 1 full, 2 remark, 3 cleanup. */
+static __always_inline void stat_pause_end(__u32 gc_id, __u32 kind)
+{
+	__u64 key = PAUSE_KEY(gc_id, kind);
+	__u64 *start = bpf_map_lookup_elem(&gc_inflight, &key);
+
+	count(JT_C_PAUSES, 1);
+	if (!start || kind > 3) {
+		count(JT_C_PAUSE_END_UNPAIRED, 1);
+		return;
+	}
+	hist(kind == 0 ? JT_H_PAUSE_YOUNG_US : kind == 1 ? JT_H_PAUSE_FULL_US :
+	     kind == 2 ? JT_H_PAUSE_REMARK_US : JT_H_PAUSE_CLEANUP_US,
 	     (bpf_ktime_get_ns() - *start) / 1000);
 	bpf_map_delete_elem(&gc_inflight, &key);
 }

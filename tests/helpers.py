@@ -12,6 +12,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 READY_MARK = "@@jvmtrace-tracing@@"
+# The jvmtrace probes (usdt/jvmtrace.d): the fixture fires each once a round.
+PROBES = 10
 
 
 def run_checked(cmd, **kw):
@@ -20,6 +22,16 @@ def run_checked(cmd, **kw):
         raise AssertionError(f"{cmd[0]} exited {r.returncode}\nstdout:\n{r.stdout[-3000:]}\n"
                              f"stderr:\n{r.stderr[-3000:]}")
     return r
+
+
+def wait_until(pred, timeout, what, interval=0.01):
+    """Polls pred until it is true (a condition with no stream to read, such
+    as a file appearing); fails after timeout seconds naming what."""
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
 
 
 class LineReader:
@@ -262,6 +274,37 @@ def parse_gc_log(text, since_s=0.0):
         cause = groups[-1] if groups and what.startswith("Pause") else None
         out.append((gc_id, what, cause))
     return out
+
+
+PAUSE_LINE_RE = re.compile(r"GC\((\d+)\) (Pause .*?) (\d+)M->(\d+)M\((\d+)M\) (\d+\.\d+)ms$")
+
+
+def parse_gc_pauses(text, since_s=0.0):
+    """Every stop-the-world pause line of -Xlog:gc, in order, as
+    (gc_id, text, used_before_mib, used_after_mib, committed_mib, ms), where
+    text is the title with its cause as logged: "Pause Young (Normal) (G1
+    Evacuation Pause)", "Pause Remark".  G1 Remark and Cleanup share their
+    concurrent cycle's id.  With since_s, lines older than that uptime are
+    left out."""
+    out = []
+    for line in text.splitlines():
+        m = PAUSE_LINE_RE.search(line)
+        if not m:
+            continue
+        up = re.match(r"\[(\d+\.\d+)s\]", line)
+        if up and float(up.group(1)) < since_s:
+            continue
+        out.append((int(m.group(1)), m.group(2), int(m.group(3)), int(m.group(4)), int(m.group(5)),
+                    float(m.group(6))))
+    return out
+
+
+def pause_kind_of(title):
+    """The probes' pause kind of a logged pause title."""
+    for prefix, kind in (("Pause Young", 0), ("Pause Full", 1), ("Pause Remark", 2), ("Pause Cleanup", 3)):
+        if title.startswith(prefix):
+            return kind
+    raise AssertionError(f"not a pause title: {title}")
 
 
 def jfr_events(java_home, recording, event):

@@ -106,7 +106,12 @@ def test_check_finds_damage_at_its_offset(traces, tmp_path):
     i = starts[1]
     cases.append(("gc.id_order", i, ("set", i, GC_ID, ev[starts[0]]["args"]["gc_id"]), i))
     # The heap at a pause start 64 MiB fuller than the allocation explains.
-    cases.append(("gc.heap_growth", i, ("set", i, HEAP_USED, ev[i]["args"]["heap_used"] + (64 << 20)), i))
+    pauses = [j for j, e in enumerate(ev) if e["probe"] == "gc__pause__start" and j > later]
+    p = pauses[1]
+    cases.append(("gc.heap_growth", p, ("set", p, HEAP_USED, ev[p]["args"]["heap_used"] + (64 << 20)), p))
+    # A stop-the-world pause that never ends: the next one starts while it is open.
+    q = first_index(ev, lambda e: e["probe"] == "gc__pause__end", pauses[0])
+    cases.append(("pause.one_at_a_time", q, ("drop", q), pauses[1] - 1))
     # A pause that never ends: the next one starts while it is open.
     j = first_index(ev, lambda e: e["probe"] == "gc__end", starts[0])
     cases.append(("gc.one_pause", j, ("drop", j), starts[1] - 1))
@@ -188,14 +193,31 @@ def test_perfetto_export_has_every_event_one_by_one(traces, tmp_path):
     assert all(e["pid"] == pid for e in te)
     close = lambda a, b: abs(a - b) < 0.0015  # µs, printed with ns digits
 
-    # GC pauses: one slice each, on the GC track, with the probe's times and heap sizes.
-    slices = {int(e["args"]["gc_id"]): e for e in te if e["ph"] == "X" and e.get("cat") == "gc"}
+    # Stop-the-world pauses: one slice each, on the "GC pauses" track, with the
+    # probes' times, names and heap sizes; the collections on a track of their own.
+    pause_slices = {(int(e["args"]["gc_id"]), e["args"]["pause"]): e for e in te
+                    if e["ph"] == "X" and e.get("cat") == "gc" and e["tid"] == 1000000000}
+    kinds = ["young", "full", "remark", "cleanup"]
+    pstarts = {(e["args"]["gc_id"], kinds[e["args"]["kind"]]): e for e in ev if e["probe"] == "gc__pause__start"}
+    pends = {(e["args"]["gc_id"], kinds[e["args"]["kind"]]): e for e in ev if e["probe"] == "gc__pause__end"}
+    assert set(pause_slices) == set(pstarts) == set(pends) and len(pause_slices) >= 5
+    for key, s in pause_slices.items():
+        a, b = pstarts[key], pends[key]
+        name = a["args"]["name"] + (f" ({a['args']['cause']})" if a["args"]["cause"] else "")
+        assert s["name"] == f"GC {key[0]} {name}"
+        assert close(s["ts"], us(a["ts_ns"], origin)) and close(s["dur"], (b["ts_ns"] - a["ts_ns"]) / 1000)
+        assert s["args"]["heap_used_before"] == a["args"]["heap_used"]
+        assert s["args"]["heap_used_after"] == b["args"]["heap_used"]
+        assert s["args"]["heap_committed_after"] == b["args"]["heap_committed"]
+    slices = {int(e["args"]["gc_id"]): e for e in te
+              if e["ph"] == "X" and e.get("cat") == "gc" and e["tid"] != 1000000000}
     starts = {e["args"]["gc_id"]: e for e in ev if e["probe"] == "gc__start"}
     ends = {e["args"]["gc_id"]: e for e in ev if e["probe"] == "gc__end"}
     assert set(slices) == set(starts) == set(ends) and len(slices) >= 5
     for gid, s in slices.items():
         a, b = starts[gid], ends[gid]
-        assert s["tid"] == 1000000000 and s["name"].startswith(f"GC {gid} {a['args']['name']}")
+        track = 1000000001 if a["args"]["kind"] == 2 else 1000000002
+        assert s["tid"] == track and s["name"].startswith(f"GC {gid} {a['args']['name']}")
         assert close(s["ts"], us(a["ts_ns"], origin)) and close(s["dur"], (b["ts_ns"] - a["ts_ns"]) / 1000)
         assert s["args"]["heap_used_before"] == a["args"]["heap_used"]
         assert s["args"]["heap_used_after"] == b["args"]["heap_used"]
@@ -239,7 +261,7 @@ def test_perfetto_export_has_every_event_one_by_one(traces, tmp_path):
     # allocation-rate buckets add up to every byte allocated.
     heap = {round(e["ts"], 3): e["args"]["used"] for e in te if e["name"] == "heap used (bytes)"}
     for e in ev:
-        if e["probe"] in ("gc__start", "gc__end"):
+        if e["probe"] in ("gc__pause__start", "gc__pause__end"):
             assert heap[round(us(e["ts_ns"], origin), 3)] == e["args"]["heap_used"]
     total = sum(e["args"]["tlab_bytes"] for e in ev if e["probe"] == "tlab__refill") + \
         sum(e["args"]["alloc_bytes"] for e in ev if e["probe"] == "alloc__slow__exit" and e["args"]["outcome"] in (2, 4))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO, LineReader, go_uptime_s, jfr_events, parse_gc_log, tool_run
+from helpers import REPO, LineReader, go_uptime_s, jfr_events, parse_gc_log, parse_gc_pauses, pause_kind_of, tool_run
 from test_jvm_probes import GCS, java_cmd, worker_tid
 
 BT = REPO / "scripts/jvmtrace-bt"
@@ -32,7 +32,7 @@ def hist_total(lines, name):
     total, inside = 0, False
     for l in lines:
         if l.startswith("@"):
-            inside = l.startswith(f"@{name}:")
+            inside = l.startswith(f"@{name}:") or l.startswith(f"@{name}[")
             continue
         m = re.match(r"^[\[(]\S+, \S+[\])]\s+(\d+) \|", l) or re.match(r"^\[\S+\]\s+(\d+) \|", l)
         if inside and m:
@@ -57,26 +57,30 @@ def test_every_tool_has_header_banner_example_and_index_line():
 
 @pytest.mark.parametrize("gc", GCS)
 def test_gcpause_lines_equal_gc_log(jdks, java_classes, tmp_path, gc):
+    """One line per stop-the-world pause, each "GC(n) Pause ..." line of the
+    log once, with its id, kind, title and cause."""
     log = tmp_path / "gc.log"
     run = tool_run("gcpause", java_cmd(jdks["patched"], java_classes, gc, 64, "AllocWorker", 2_000_000,
                                         gc_log=log))
     assert run.target_rc == 0, run.target_err
-    lines = [l for l in run.trace_out if re.match(r"^\d+ ", l)]
-    ours = {}
-    for l in lines:
-        m = re.match(r"(\d+)\s+(\S+)\s+(.+?)\s+(young|full|concurrent)\s+(\d+)\s+(\d+)->(\d+) \((\d+)\)$", l)
+    kinds = ["young", "full", "remark", "cleanup"]
+    ours = []
+    for l in (l for l in run.trace_out if re.match(r"^\d+ ", l)):
+        m = re.match(r"^(\d+)\s+(young|full|remark|cleanup)\s+(Pause .*?)\s+(\d+)\s+(\d+)->(\d+) \((\d+)\)$", l)
         assert m, l
-        ours[int(m.group(1))] = (m.group(3), m.group(4))
-    logged = parse_gc_log(log.read_text(), go_uptime_s(run.target_out))
+        ours.append((int(m.group(1)), kinds.index(m.group(2)), " ".join(m.group(3).split()),
+                     int(m.group(5)), int(m.group(6)), int(m.group(7))))
+    logged = parse_gc_pauses(log.read_text(), go_uptime_s(run.target_out))
     assert len(logged) >= 3
-    assert sorted(ours) == [g for g, _, _ in logged]
-    for g, what, cause in logged:
-        if cause:
-            assert ours[g][0] == cause, (g, what)
+    assert [(g, pause_kind_of(t)) for g, t, *_ in logged] == [(g, k) for g, k, *_ in ours]
+    for (g, text, before, after, committed, _), (_, _, printed, b, a, c) in zip(logged, ours):
+        title = text.split(" (")[0]
+        assert printed.startswith(title), (g, text, printed)
+        # The probes' bytes through integer MiB, as the log prints them.
+        assert (b, a, c) == (before, after, committed), (g, text)
     maps = scalar_maps(run.trace_out)
     assert sum(maps["by_cause"].values()) == len(logged)
-    pauses = sum(1 for g, what, _ in logged if what.startswith("Pause"))
-    assert hist_total(run.trace_out, "pause_us") == pauses
+    assert hist_total(run.trace_out, "pause_us") == len(logged)  # every kind's histogram
 
 
 @pytest.mark.parametrize("gc", GCS)

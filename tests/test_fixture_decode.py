@@ -21,6 +21,8 @@ BEGIN {{ printf("{READY_MARK}\\n"); }}
 {p}plab__alloc {{ printf("plab__alloc %u %lu %lu %u %d\\n", arg0, arg1, arg2, arg3, arg4); }}
 {p}plab__retire {{ printf("plab__retire %u %lu %lu %lu %lu %u %d\\n", arg0, arg1, arg2, arg3, arg4, arg5, tid); }}
 {p}promote__direct {{ printf("promote__direct %u %lu %lu %u %d\\n", arg0, arg1, arg2, arg3, arg4); }}
+{p}gc__pause__start {{ printf("gc__pause__start %u %s|%s %u %lu %lu\\n", arg0, str(arg1), str(arg2), arg3, arg4, arg5); }}
+{p}gc__pause__end {{ printf("gc__pause__end %u %s|%s %u %lu %lu\\n", arg0, str(arg1), str(arg2), arg3, arg4, arg5); }}
 """
 
 
@@ -36,6 +38,8 @@ def expected(rounds, tid):
             f"plab__alloc {i} {U64} {0x2000} {i % 2} {tid}",
             f"plab__retire {i} {U64} {0x2000} {0x1800} {0x800} {i % 2} {tid}",
             f"promote__direct {i} {U64} {0x4000 + i} {i % 2} {tid}",
+            f"gc__pause__start {i} Pause Sentinel {i % 7}|Sentinel cause {i % 4} {U64} {U64 - 2}",
+            f"gc__pause__end {i} Pause Sentinel {i % 7}|Sentinel cause {i % 4} {U64 - 3} {U64 - 4}",
         ]
     return out
 
@@ -76,7 +80,7 @@ def test_every_argument_decodes_exactly_with_libbpf(usdt_fixture):
     rounds = 25
     run = traced_run(lambda pid: [str(rawdump), "-p", str(pid), "-b", str(usdt_fixture)],
                      [str(usdt_fixture), "--wait-for", "stdin", "--rounds", str(rounds)],
-                     ready=lambda l: l.startswith("attached 8 probes"), stderr_ready=True)
+                     ready=lambda l: l.startswith("attached 10 probes"), stderr_ready=True)
     assert run.target_rc == 0, run.target_err
     tid = 0xf3f2f1f0 - (1 << 32)
     got = []
@@ -97,6 +101,10 @@ def test_every_argument_decodes_exactly_with_libbpf(usdt_fixture):
             ("plab__alloc", [i, U64, 0x2000, i % 2, tid], ""),
             ("plab__retire", [i, U64, 0x2000, 0x1800, 0x800, i % 2, tid], ""),
             ("promote__direct", [i, U64, 0x4000 + i, i % 2, tid], ""),
+            ("gc__pause__start", [i, None, None, i % 4, U64, U64 - 2],
+             f'str0="Pause Sentinel {i % 7}" str1="Sentinel cause"'),
+            ("gc__pause__end", [i, None, None, i % 4, U64 - 3, U64 - 4],
+             f'str0="Pause Sentinel {i % 7}" str1="Sentinel cause"'),
         ]
     assert len(got) == len(exp)
     for (gname, gvals, gstr), (ename, evals, estr) in zip(got, exp):

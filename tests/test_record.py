@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BUILD_DIR
-from helpers import LineReader, go_uptime_s, jfr_events, parse_gc_log, traced_run
+from helpers import PROBES, LineReader, go_uptime_s, jfr_events, parse_gc_log, traced_run
 from test_jvm_probes import GCS, java_cmd, worker_tid
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
@@ -42,6 +42,8 @@ def record_run(target_cmd, out, *extra):
 def fixture_round(i):
     """The fixture's round i, per usdt_fixture.cpp's header, as dump prints it."""
     gc = {"name": "SentinelGC", "cause": "Sentinel cause", "kind": i % 3}
+    # the pause's name is copied while the probe fires: the fixture rewrites its buffer after each round
+    pause = {"name": f"Pause Sentinel {i % 7}", "cause": "Sentinel cause", "kind": i % 4}
     return [
         ("tlab__refill", {"tlab_start": U64, "tlab_bytes": 0x10000 + i, "alloc_bytes": i, "class": NAME,
                           "retired_waste_bytes": U64 - 1}),
@@ -53,6 +55,8 @@ def fixture_round(i):
         ("plab__retire", {"gc_id": i, "plab_start": U64, "plab_bytes": 0x2000, "used_bytes": 0x1800,
                           "wasted_bytes": 0x800, "dest": i % 2}),
         ("promote__direct", {"gc_id": i, "address": U64, "bytes": 0x4000 + i, "dest": i % 2}),
+        ("gc__pause__start", {"gc_id": i, **pause, "heap_used": U64, "heap_committed": U64 - 2}),
+        ("gc__pause__end", {"gc_id": i, **pause, "heap_used": U64 - 3, "heap_committed": U64 - 4}),
     ]
 
 
@@ -78,7 +82,7 @@ def test_fixture_stream_is_exact_under_four_threads(usdt_fixture, tmp_path):
         assert ts == sorted(ts)
         assert {e["thread"] for e in evs} == {"usdt_fixture"}
     end = next(x for x in recs if x["type"] == "end")
-    assert (end["events"], end["lost"], end["reason"]) == (threads * rounds * 8, 0, "target exited")
+    assert (end["events"], end["lost"], end["reason"]) == (threads * rounds * PROBES, 0, "target exited")
     assert recs[-1]["status"] == "complete"
     rep = json.loads(jvmtrace("report", "--json", out).stdout)
     assert rep["events_by_probe"] == {p: threads * rounds for p, _ in fixture_round(0)}
@@ -235,7 +239,7 @@ def links_and_uprobes():
     links = subprocess.run(["bpftool", "-j", "link", "show"], capture_output=True, text=True, check=True)
     progs = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True, check=True)
     names = {"tlab__refill", "alloc__slow__enter", "alloc__slow__exit", "gc__start", "gc__end", "plab__alloc",
-             "plab__retire", "promote__direct"}  # bpftool prints the full names (from BTF)
+             "plab__retire", "promote__direct", "gc__pause__start", "gc__pause__end"}  # full names, from BTF
     ours = sorted(p["name"] for p in json.loads(progs.stdout or "[]") if p.get("name", "") in names)
     tracefs = "/sys/kernel/tracing/uprobe_events"
     uprobes = open(tracefs).read() if os.path.exists(tracefs) else ""
@@ -254,7 +258,7 @@ def test_attach_and_detach_leave_nothing_behind(jdks, java_classes, tmp_path):
         proc.stdin.write("go\n")
         proc.stdin.flush()
         time.sleep(1)
-        assert len(links_and_uprobes()[1]) == 8, "all eight programs loaded while recording"
+        assert len(links_and_uprobes()[1]) == PROBES, "all the programs loaded while recording"
         rec.send_signal(signal.SIGINT)
         err = finish(rec)
         assert rec.returncode == 0 and "interrupted" in err, err
@@ -348,7 +352,7 @@ def test_segments_rotate_each_reads_alone_and_only_the_newest_are_kept(usdt_fixt
         if i < 2:
             assert end["reason"] == f"continued in the next segment: {files[i + 1]}"
         else:
-            assert end["reason"] == "target exited" and end["events"] == threads * rounds * 8
+            assert end["reason"] == "target exited" and end["events"] == threads * rounds * PROBES
         for e in recs:
             if e["type"] == "event":
                 assert e["thread"] == "usdt_fixture" and e["args"].get("class", NAME) == NAME
@@ -400,7 +404,7 @@ def test_output_is_never_followed_or_written_through(usdt_fixture, tmp_path):
         run = fixture_record(usdt_fixture, hard)
         assert run.target_rc == 0 and "target exited" in run.trace_err, run.trace_err
         r, recs = dump_json(hard)
-        assert r.returncode == 0 and sum(1 for x in recs if x["type"] == "event") == 200 * 8, r.stderr
+        assert r.returncode == 0 and sum(1 for x in recs if x["type"] == "event") == 200 * PROBES, r.stderr
         assert hard.stat().st_ino != ino and hard.stat().st_nlink == 1
     assert victim.read_text() == "precious" and victim.stat().st_ino == ino
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hard.jvmtrace", "link.jvmtrace", "seg.000003.jvmtrace",
@@ -530,7 +534,7 @@ def test_option_ranges_are_checked_at_their_edges(usdt_fixture, tmp_path):
     assert "target exited" in run.trace_err, run.trace_err
     r, recs = dump_json(tmp_path / "max.000000.jvmtrace")
     assert r.returncode == 0 and recs[0]["ring_buffer_bytes"] == str(2048 << 20), r.stderr
-    assert sum(1 for x in recs if x["type"] == "event") == 200 * 8
+    assert sum(1 for x in recs if x["type"] == "event") == 200 * PROBES
 
 
 LOST_LINE = re.compile(r"(\d+) lost \(ring buffer full (\d+), malformed kernel records (\d+), "

@@ -16,7 +16,7 @@ U64 = 0xf7f6f5f4f3f2f1f0
 M64 = (1 << 64) - 1
 
 
-def stat_run(target_cmd, *extra, attached="Attached 8 probes"):
+def stat_run(target_cmd, *extra, attached="Attached 10 probes"):
     run = traced_run(lambda pid: [str(JVMTRACE), "stat", "-p", str(pid), "--json", *extra], target_cmd,
                      ready=lambda l: l.startswith(attached), stderr_ready=True)
     reports = [json.loads(l) for l in run.trace_out if l.startswith("{")]
@@ -61,10 +61,16 @@ def test_fixture_counts_and_histograms_are_exact_under_four_threads(usdt_fixture
     assert hist_slots(h["outside_tlab_size"]) == dict(
         Counter(slot(i) for i in rng if i % 6 in (2, 4) for _ in range(threads)))
     assert h["slow_path_latency"]["total"] == n
-    # Every gc__end is measured or counted as unpaired (ids repeat across the
-    # threads, so one thread's start can replace another's); no other loss.
-    pauses = sum(h[k]["total"] for k in ("gc_pause_young", "gc_pause_full", "gc_concurrent_cycle"))
-    assert pauses + c["gc_ends_without_start"] == c["gc_ends"] == n, (pauses, c["gc_ends_without_start"])
+    # Every gc__pause__end is measured or counted as unpaired (ids repeat
+    # across the threads, so one thread's start can replace another's); every
+    # pause kind in its histogram; no other loss.
+    assert r["pause_probes"] is True
+    kinds = ("gc_pause_young", "gc_pause_full", "gc_pause_remark", "gc_pause_cleanup")
+    pauses = sum(h[k]["total"] for k in kinds)
+    assert pauses + c["gc_pause_ends_without_start"] == c["gc_pauses"] == n, (pauses, c["gc_pause_ends_without_start"])
+    for kind, k in enumerate(kinds):
+        assert h[k]["total"] <= threads * sum(i % 4 == kind for i in rng), k
+    assert h["gc_concurrent_cycle"]["total"] <= threads * sum(i % 3 == 2 for i in rng)
     assert (c["gc_inflight_full_drops"], c["slow_exits_without_enter"], c["malformed_notices"]) == (0, 0, 0), c
     # One class (the sentinel name), four threads with a quarter each.
     assert [(x["class"], x["tlab_refills"], x["outside_allocs"]) for x in r["classes"]] == \
@@ -127,18 +133,18 @@ def test_bad_input_gets_a_clear_error(jdks, java_classes):
 
 
 def test_no_slow_path_attaches_only_the_other_probes(usdt_fixture):
-    """--no-slow-path: six probes attached; slow-path figures stay empty while
+    """--no-slow-path: eight probes attached; slow-path figures stay empty while
     everything else is counted exactly as before."""
     rounds = 3000
     run = traced_run(lambda pid: [str(JVMTRACE), "stat", "-p", str(pid), "--json", "--no-slow-path",
                                   "-b", str(usdt_fixture)],
                      [str(usdt_fixture), "--wait-for", "stdin", "--rounds", str(rounds)],
-                     ready=lambda l: l.startswith("Attached 6 probes") and "slow-path probes left detached" in l,
+                     ready=lambda l: l.startswith("Attached 8 probes") and "slow-path probes left detached" in l,
                      stderr_ready=True)
     r = json.loads([l for l in run.trace_out if l.startswith("{")][-1])
     assert r["slow_path_probes"] is False
     c = r["counters"]
-    assert (c["tlab_refills"], c["gc_starts"], c["plabs"], c["promoted_direct"]) == (rounds,) * 4
+    assert (c["tlab_refills"], c["gc_starts"], c["plabs"], c["promoted_direct"], c["gc_pauses"]) == (rounds,) * 5
     assert (c["slow_paths"], c["outside_allocs"], c["slow_exits_without_enter"]) == (0, 0, 0)
     assert r["histograms"]["slow_path_latency"]["total"] == 0
 
@@ -154,7 +160,7 @@ def test_interval_reports_grow_and_duration_stops_it(jdks, java_classes):
         LineReader(proc.stdout).wait_for(lambda l: l.startswith("ready"), 60, "ready")
         stat = subprocess.Popen([str(JVMTRACE), "stat", "-p", str(proc.pid), "--json", "-i", "1", "-d", "2.5"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        LineReader(stat.stderr).wait_for(lambda l: l.startswith("Attached 8 probes"), 60, "attach")
+        LineReader(stat.stderr).wait_for(lambda l: l.startswith("Attached 10 probes"), 60, "attach")
         proc.stdin.write("go\n")
         proc.stdin.flush()
         t0 = time.monotonic()
@@ -175,7 +181,7 @@ def test_interval_reports_grow_and_duration_stops_it(jdks, java_classes):
 
 
 LOSS_COUNTERS = ("map_full_drops", "names_lost", "gc_inflight_full_drops", "gc_ends_without_start",
-                 "slow_exits_without_enter", "malformed_notices")
+                 "slow_exits_without_enter", "gc_pause_ends_without_start", "malformed_notices")
 
 
 def test_loss_counters_in_text_json_and_prometheus(usdt_fixture):
@@ -186,13 +192,17 @@ def test_loss_counters_in_text_json_and_prometheus(usdt_fixture):
     run, r = stat_run(target, "-b", str(usdt_fixture))
     c, h = r["counters"], r["histograms"]
     assert {k: c[k] for k in LOSS_COUNTERS} == dict.fromkeys(LOSS_COUNTERS, 0), c
-    assert sum(h[k]["total"] for k in ("gc_pause_young", "gc_pause_full", "gc_concurrent_cycle")) == rounds
+    # Each kind of pause in its histogram (the fixture's kind is i % 4), each
+    # concurrent cycle (gc__end kind 2: i % 3 == 2) in its own.
+    for kind, k in enumerate(("gc_pause_young", "gc_pause_full", "gc_pause_remark", "gc_pause_cleanup")):
+        assert h[k]["total"] == sum(i % 4 == kind for i in range(rounds)), k
+    assert h["gc_concurrent_cycle"]["total"] == sum(i % 3 == 2 for i in range(rounds))
     assert h["slow_path_latency"]["total"] == c["slow_paths"] == rounds
     for fmt, line in (("--prometheus", lambda k: f'jvmtrace_{k}_total{{pid="{{pid}}",mode="usdt"}} 0'),
                       (None, lambda k: f"  {k:<24} 0")):
         run = traced_run(lambda pid: [str(JVMTRACE), "stat", "-p", str(pid), "-b", str(usdt_fixture),
                                       *([fmt] if fmt else [])], target,
-                         ready=lambda l: l.startswith("Attached 8 probes"), stderr_ready=True)
+                         ready=lambda l: l.startswith("Attached 10 probes"), stderr_ready=True)
         for k in LOSS_COUNTERS:
             assert line(k).replace("{pid}", str(run.pid)) in run.trace_out, (fmt, k, run.trace_out[:30])
 

@@ -5,7 +5,7 @@ import json
 import subprocess
 
 from conftest import BUILD_DIR, REPO
-from helpers import traced_run
+from helpers import PROBES, traced_run
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
 
@@ -36,7 +36,7 @@ def count_events(path):
 def test_cli_reads_a_real_trace_cut_at_every_byte(usdt_fixture, tmp_path):
     data = small_trace(usdt_fixture, tmp_path / "small.jvmtrace")
     rc, full, _ = count_events(tmp_path / "small.jvmtrace")
-    assert rc == 0 and full == 40 * 8
+    assert rc == 0 and full == 40 * PROBES
     cut = tmp_path / "cut.jvmtrace"
     prev = 0
     for n in range(len(data)):
@@ -59,3 +59,20 @@ def test_fuzzer_finds_nothing(usdt_fixture, tmp_path):
                        timeout=600, env={"FUZZ_DIR": str(tmp_path / "fuzz"), "PATH": "/usr/bin:/bin"})
     assert r.returncode == 0, r.stderr[-3000:]
     assert "Done" in r.stderr and "stat::number_of_executed_units" in r.stderr
+
+
+def test_a_version_1_trace_still_reads_exactly():
+    """tests/fixtures/traces/fixture-v1.jvmtrace was written by the recorder of
+    commit 6f879a4 (trace format version 1, before the pause probes) from the
+    USDT fixture, 5 rounds on one thread: today's reader gives back every
+    event of it, argument by argument."""
+    from test_record import dump_json, fixture_round
+    path = REPO / "tests/fixtures/traces/fixture-v1.jvmtrace"
+    assert path.read_bytes()[8:12] == (1).to_bytes(4, "little"), "not a version 1 file"
+    r, recs = dump_json(path)
+    assert r.returncode == 0, r.stderr
+    events = [(x["probe"], x["args"]) for x in recs if x["type"] == "event"]
+    old_probes = [p for p, _ in fixture_round(0) if not p.startswith("gc__pause")]
+    assert events == [(p, a) for i in range(5) for p, a in fixture_round(i) if p in old_probes]
+    end = next(x for x in recs if x["type"] == "end")
+    assert (end["events"], end["lost"], end["reason"]) == (40, 0, "target exited")

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -174,6 +175,8 @@ struct StockSkelDelete {
 class Recorder {
  public:
   Recorder(pid_t pid, trace::TraceWriter* w, const StockTarget* stock) : pid_(pid), w_(w), stock_(stock) {}
+  // Runs once, before the first event is written (the JVM is running then).
+  void before_first_event(std::function<void()> f) { before_first_ = std::move(f); }
 
   static int on_event(void* ctx, void* data, size_t size) {
     auto* self = static_cast<Recorder*>(ctx);
@@ -187,10 +190,17 @@ class Recorder {
 
  private:
   void add(const jt_event& k, size_t size) {
+    if (before_first_) {
+      auto f = std::move(before_first_);
+      before_first_ = nullptr;
+      f();
+    }
     const bool has_stack = k.probe & JT_EVENT_HAS_STACK;
     const uint16_t probe = k.probe & ~JT_EVENT_HAS_STACK;
+    const bool pause = probe == JT_GC_PAUSE_START || probe == JT_GC_PAUSE_END;
     if (probe >= JT_PROBE_COUNT || k.nargs > JT_EVENT_MAX_ARGS ||
-        size < static_cast<size_t>(JT_EVENT_SIZE(k.nargs + (has_stack ? 1 : 0)))) {
+        size < static_cast<size_t>(JT_EVENT_SIZE(k.nargs + (has_stack ? 1 : 0))) ||
+        (pause && (k.nargs != 6 || has_stack || size < JT_PAUSE_EVENT_SIZE))) {
       malformed_++;
       return;
     }
@@ -220,6 +230,13 @@ class Recorder {
           e.a[2] = string(k.args[2]);
         }
         break;
+      case JT_GC_PAUSE_START:
+      case JT_GC_PAUSE_END: {  // the name's text follows the arguments
+        const char* name = reinterpret_cast<const char*>(&k) + JT_EVENT_SIZE(6);
+        e.a[1] = text(std::string(name, strnlen(name, JT_PAUSE_NAME_MAX)));
+        e.a[2] = string(k.args[2]);
+        break;
+      }
     }
     w_->event(e);
     if (has_stack) w_->event_stack(stack(static_cast<int64_t>(k.args[k.nargs])));
@@ -299,6 +316,8 @@ class Recorder {
     return true;
   }
 
+  std::function<void()> before_first_;
+
   uint64_t text(const std::string& s) {
     auto it = texts_.find(s);
     if (it != texts_.end()) return it->second;
@@ -327,8 +346,9 @@ class Recorder {
     auto it = strings_.find(addr);
     if (it != strings_.end()) return it->second;
     std::string s = addr ? read_process_string(pid_, addr, 256) : "";
-    if (s.empty()) s = addr ? "<unreadable>" : "<none>";
-    return strings_.emplace(addr, w_->define_string(s)).first->second;
+    // An empty string (G1 Remark's cause) is one whose first byte reads as NUL.
+    if (s.empty()) s = !addr ? "<none>" : read_process_memory(pid_, addr, 1) == std::string(1, '\0') ? "" : "<unreadable>";
+    return strings_.emplace(addr, text(s)).first->second;
   }
 
   StackSymbolizer* symbolizer_ = nullptr;
@@ -603,25 +623,40 @@ int record_command(int argc, char** argv) {
   std::string cmdline = process_cmdline(o.pid);
   const size_t cmdline_bytes = cmdline.size();
   if (cmdline.size() > kMaxCmdline) cmdline.resize(kMaxCmdline);
-  writer.meta("jvmtrace_version=" + std::to_string(trace::kMetaVersion) + "\nmode=" + (stock ? "stock" : "usdt") +
-              "\npid=" + std::to_string(o.pid) + "\nbinary=" + trace::meta_escape(target.binary) +
-              "\nhost=" + trace::meta_escape(host) + "\ncmdline=" + trace::meta_escape(cmdline) +
-              (cmdline_bytes > kMaxCmdline ? "\ncmdline_bytes=" + std::to_string(cmdline_bytes) : std::string()) +
-              "\nstart_monotonic_ns=" + std::to_string(mono0) + "\nstart_realtime_ns=" + std::to_string(real0) +
-              "\nring_buffer_bytes=" + std::to_string(ring_bytes) +
-              (region_bytes ? "\nheap_region_bytes=" + std::to_string(region_bytes) : std::string()) +
-              (o.stacks ? "\nstacks=user" : "") +
-              (stock ? std::string("\nstock_coverage=") + StockTarget::coverage() : std::string()) + "\n");
-
+  // Attached before the meta record is written, which says whether this
+  // JVM has the pause probes; events wait in the ring buffer meanwhile.
   Links links;
+  std::vector<std::string> absent;
   const bool attached = stock ? stock_target.attach(obj, &links, &error)
-                              : attach_jvmtrace_usdt(obj, o.pid, target.binary, &links, &error);
+                              : attach_jvmtrace_usdt(obj, o.pid, target.binary, &links, &error, &absent);
   if (!attached) {
     std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
     links.clear();
     writer.discard();
     return 1;
   }
+  if (!absent.empty())
+    std::fprintf(stderr, "jvmtrace record: this JVM's patch predates the pause probes (gc__pause__*): G1 Remark "
+                 "and Cleanup pauses are not recorded; rebuild it with scripts/build-patched-jdk.sh\n");
+  const std::string meta = "jvmtrace_version=" + std::to_string(trace::kMetaVersion) + "\nmode=" + (stock ? "stock" : "usdt") +
+              "\npid=" + std::to_string(o.pid) + "\nbinary=" + trace::meta_escape(target.binary) +
+              "\nhost=" + trace::meta_escape(host) + "\ncmdline=" + trace::meta_escape(cmdline) +
+              (cmdline_bytes > kMaxCmdline ? "\ncmdline_bytes=" + std::to_string(cmdline_bytes) : std::string()) +
+              "\nstart_monotonic_ns=" + std::to_string(mono0) + "\nstart_realtime_ns=" + std::to_string(real0) +
+              "\nring_buffer_bytes=" + std::to_string(ring_bytes) +
+              (o.stacks ? "\nstacks=user" : "") + (stock ? "" : absent.empty() ? "\npause_probes=1" : "\npause_probes=0") +
+              (stock ? std::string("\nstock_coverage=") + StockTarget::coverage() : std::string()) + "\n";
+  writer.meta(meta + (region_bytes ? "heap_region_bytes=" + std::to_string(region_bytes) + "\n" : std::string()));
+  // G1 sets its region size when it makes the heap, after the JVM's start:
+  // a JVM held at -XX:+PauseAtStartup shows 0.  Then read it again when the
+  // first event comes (the heap exists by then) and write the meta record
+  // once more, complete, before that event; report --check needs it to round
+  // humongous objects up to whole regions.
+  if (!region_bytes && !stock)
+    recorder.before_first_event([&writer, &meta, pid = o.pid, binary = target.binary] {
+      if (const uint64_t r = g1_region_bytes(pid, binary)) writer.meta(meta + "heap_region_bytes=" + std::to_string(r) + "\n");
+    });
+
   if (!writer.commit(&error)) {
     std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
     links.clear();

@@ -112,7 +112,27 @@ void print_report(analysis::TraceSummary& sum, bool json, double interval, int t
       s += b;
       first = false;
     }
-    s += "], \"tlab_size\": " + stats_json(tlab) + ", \"tlab_waste_bytes\": " + std::to_string(sum.tlab_waste) +
+    s += "], \"pause_probes\": " + std::string(sum.pause_probes() ? "true" : "false") + ", \"pauses\": [";
+    first = true;
+    for (const analysis::Pause& p : sum.pauses) {
+      char b[256];
+      std::snprintf(b, sizeof b,
+                    "{\"gc_id\": %" PRIu64 ", \"kind\": \"%s\", \"start_s\": %s, \"duration_ms\": %s, \"heap_used_before\": "
+                    "%s, \"heap_used_after\": %s, \"heap_committed\": %s, ",
+                    p.gc_id, trace::pause_kind_name(p.kind),
+                    p.started ? std::to_string(static_cast<int64_t>(p.start_ns - origin) / 1e9).c_str() : "null",
+                    p.started && p.ended ? std::to_string((p.end_ns - p.start_ns) / 1e6).c_str() : "null",
+                    p.started ? std::to_string(p.used_before).c_str() : "null",
+                    p.ended ? std::to_string(p.used_after).c_str() : "null",
+                    p.ended ? std::to_string(p.committed_after).c_str() : "null");
+      s += std::string(first ? "" : ", ") + b + "\"name\": \"" + json_escape(p.name) + "\", \"cause\": \"" +
+           json_escape(p.cause) + "\"}";
+      first = false;
+    }
+    s += "], \"pause_ns_by_kind\": {";
+    for (int k = 0; k < trace::kPauseKindCount; k++)
+      s += std::string(k ? ", " : "") + "\"" + trace::pause_kind_name(k) + "\": " + stats_json(d.pause_ns[k]);
+    s += "}, \"tlab_size\": " + stats_json(tlab) + ", \"tlab_waste_bytes\": " + std::to_string(sum.tlab_waste) +
          ", \"outside_tlab_size\": " + stats_json(outside) + ", \"slow_path_ns\": " + (sum.reader.meta_value("mode") == "stock" ? std::string("null") : stats_json(slow)) +
          ", \"slow_path_outcomes\": {";
     first = true;
@@ -171,6 +191,35 @@ void print_report(analysis::TraceSummary& sum, bool json, double interval, int t
                 " max=%" PRIu64 " %s\n",
                 what, s.n, s.sum, s.min, s.p50, s.p99, s.max, unit);
   };
+  if (!sum.pause_probes()) {
+    std::printf("\nStop-the-world pauses: not recorded (%s); the collections above stand for the young and full "
+                "pauses, and G1 Remark and Cleanup pauses are not seen.\n",
+                sum.reader.meta_value("mode") == "stock" ? "stock mode" : "this JVM's patch predates the pause probes");
+  } else {
+    std::printf("\nStop-the-world pauses (%zu):\n", sum.pauses.size());
+    for (int k = 0; k < trace::kPauseKindCount; k++) {
+      const Stats& s = d.pause_ns[k];
+      std::printf("  %-8s n=%-6" PRIu64 " total=%10.3f ms  p50=%8.3f ms  p99=%8.3f ms  max=%8.3f ms\n",
+                  trace::pause_kind_name(k), s.n, s.sum / 1e6, s.p50 / 1e6, s.p99 / 1e6, s.max / 1e6);
+    }
+    std::printf("  %5s %-8s %-48s %10s %10s %12s %12s %12s\n", "GC_ID", "KIND", "NAME (CAUSE)", "START(s)", "DUR(ms)",
+                "USED_BEFORE", "USED_AFTER", "COMMITTED");
+    for (const analysis::Pause& p : sum.pauses) {
+      char dur[32] = "-", start[32] = "-", before[32] = "-", after[32] = "-", committed[32] = "-";
+      if (p.started && p.ended) std::snprintf(dur, sizeof dur, "%.3f", (p.end_ns - p.start_ns) / 1e6);
+      if (p.started) {
+        std::snprintf(start, sizeof start, "%.3f", static_cast<int64_t>(p.start_ns - origin) / 1e9);
+        std::snprintf(before, sizeof before, "%" PRIu64, p.used_before);
+      }
+      if (p.ended) {
+        std::snprintf(after, sizeof after, "%" PRIu64, p.used_after);
+        std::snprintf(committed, sizeof committed, "%" PRIu64, p.committed_after);
+      }
+      const std::string what = p.name + (p.cause.empty() ? "" : " (" + p.cause + ")");
+      std::printf("  %5" PRIu64 " %-8s %-48.48s %10s %10s %12s %12s %12s\n", p.gc_id, trace::pause_kind_name(p.kind),
+                  printable(what).c_str(), start, dur, before, after, committed);
+    }
+  }
   std::printf("\nAllocation:\n");
   const bool stock = sum.reader.meta_value("mode") == "stock";
   row("TLAB sizes", tlab, "bytes");

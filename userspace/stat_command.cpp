@@ -37,13 +37,13 @@ const char* const kCounterNames[] = {
     "slow_after_gc", "outside_allocs", "outside_bytes", "gc_starts",            "gc_ends",
     "plabs",         "plab_bytes",  "plab_waste_bytes", "promoted_direct",      "promoted_direct_bytes",
     "map_full_drops", "names_lost", "gc_inflight_full_drops", "gc_ends_without_start",
-    "slow_exits_without_enter"};
+    "slow_exits_without_enter", "gc_pauses", "gc_pause_ends_without_start"};
 static_assert(sizeof(kCounterNames) / sizeof(*kCounterNames) == JT_COUNTER_COUNT, "counter names");
 // Counted in user space: new-key notices from the kernel too short to read.
 const char* const kMalformedName = "malformed_notices";
 
 struct HistInfo {
-  const char* name;   // JSON key
+  const char* name;   // JSON key; nullptr: never shown (an input of another)
   const char* title;  // text heading
   const char* unit;
   uint64_t divisor;
@@ -56,7 +56,18 @@ const HistInfo kHists[] = {
     {"gc_pause_full", "GC pauses, full", "usecs", 1},
     {"gc_concurrent_cycle", "GC concurrent cycles (not pauses)", "usecs", 1},
     {"plab_size", "PLAB sizes", "bytes", 1},
+    {"gc_pause_remark", "GC pauses, remark (G1)", "usecs", 1},
+    {"gc_pause_cleanup", "GC pauses, cleanup (G1)", "usecs", 1},
+    {nullptr, "", "usecs", 1},  // JT_H_GC_YOUNG_US: the young pauses' stand-in
+    {nullptr, "", "usecs", 1},  // JT_H_GC_FULL_US
 };
+// Whether histogram h is part of a report: without pause probes the young
+// and full pauses are measured from gc__start to gc__end, and G1's Remark
+// and Cleanup pauses are not seen at all (so not shown as empty).
+bool shown(int h, bool pauses) {
+  if (!kHists[h].name) return false;
+  return pauses || (h != JT_H_PAUSE_REMARK_US && h != JT_H_PAUSE_CLEANUP_US);
+}
 static_assert(sizeof(kHists) / sizeof(*kHists) == JT_HIST_COUNT, "histogram names");
 
 struct SkelDelete {
@@ -125,7 +136,10 @@ struct ClassRow { uint64_t key; jt_class_val v; std::string name; };
 
 class StatSession {
  public:
-  StatSession(const Options& o, const StatMaps& maps, bool stock) : o_(o), maps_(maps), stock_(stock) {}
+  // pauses: the pause probes are attached (not stock mode, not a JVM
+  // patched before them).
+  StatSession(const Options& o, const StatMaps& maps, bool stock, bool pauses)
+      : o_(o), maps_(maps), stock_(stock), pauses_(pauses) {}
 
   void report(double seconds) {
     read_maps();
@@ -147,6 +161,10 @@ class StatSession {
       uint32_t k = h;
       std::memset(&hists_[h], 0, sizeof hists_[h]);
       bpf_map__lookup_elem(maps_.hists, &k, sizeof k, &hists_[h], sizeof hists_[h], 0);
+    }
+    if (!pauses_) {  // the collections stand in for their pauses
+      hists_[JT_H_PAUSE_YOUNG_US] = hists_[JT_H_GC_YOUNG_US];
+      hists_[JT_H_PAUSE_FULL_US] = hists_[JT_H_GC_FULL_US];
     }
     threads_.clear();
     for (const auto& [tid, v] : read_hash_map<uint32_t, jt_thread_val>(maps_.threads))
@@ -221,7 +239,11 @@ class StatSession {
     for (int c = 0; c < JT_COUNTER_COUNT; c++)
       std::printf("  %-24s %llu\n", kCounterNames[c], (unsigned long long)counters_[c]);
     std::printf("  %-24s %llu\n", kMalformedName, (unsigned long long)malformed_notices_);
+    if (!pauses_)
+      std::printf("  (%s: pauses are measured from gc__start to gc__end; G1 Remark and Cleanup are not seen)\n",
+                  stock_ ? "stock mode" : "this JVM has no pause probes");
     for (int h = 0; h < JT_HIST_COUNT; h++) {
+      if (!shown(h, pauses_)) continue;
       std::printf("\n%s:\n", kHists[h].title);
       print_log2_hist(stdout, hists_[h].slots, JT_HIST_SLOTS, kHists[h].unit, kHists[h].divisor);
     }
@@ -259,6 +281,7 @@ class StatSession {
            " counter\n" + name + "{" + labels + "} " + std::to_string(malformed_notices_) + "\n";
     }
     for (int h = 0; h < JT_HIST_COUNT; h++) {
+      if (!shown(h, pauses_)) continue;
       const std::string name = std::string("jvmtrace_") + kHists[h].name + "_" +
                                (std::strcmp(kHists[h].unit, "usecs") == 0 ? "microseconds" : kHists[h].unit);
       s += "# HELP " + name + " " + kHists[h].title + " (log2 buckets)\n# TYPE " + name + " histogram\n" +
@@ -269,14 +292,16 @@ class StatSession {
 
   void print_json(double seconds) {
     std::string s = "{\"pid\": " + std::to_string(o_.pid) + ", \"seconds\": " + std::to_string(seconds) +
-                    ", \"mode\": \"" + (stock_ ? "stock" : "usdt") + "\", \"slow_path_probes\": " + (o_.slow_path && !stock_ ? "true" : "false") + ", \"counters\": {";
+                    ", \"mode\": \"" + (stock_ ? "stock" : "usdt") + "\", \"slow_path_probes\": " + (o_.slow_path && !stock_ ? "true" : "false") +
+                    ", \"pause_probes\": " + (pauses_ ? "true" : "false") + ", \"counters\": {";
     for (int c = 0; c < JT_COUNTER_COUNT; c++)
       s += std::string(c ? ", " : "") + "\"" + kCounterNames[c] + "\": " + std::to_string(counters_[c]);
     s += std::string(", \"") + kMalformedName + "\": " + std::to_string(malformed_notices_);
     s += "}, \"histograms\": {";
-    for (int h = 0; h < JT_HIST_COUNT; h++)
-      s += std::string(h ? ", " : "") + "\"" + kHists[h].name + "\": " +
-           log2_hist_json(hists_[h].slots, JT_HIST_SLOTS, kHists[h].unit, kHists[h].divisor, hists_[h].sum);
+    for (int h = 0, n = 0; h < JT_HIST_COUNT; h++)
+      if (shown(h, pauses_))
+        s += std::string(n++ ? ", " : "") + "\"" + kHists[h].name + "\": " +
+             log2_hist_json(hists_[h].slots, JT_HIST_SLOTS, kHists[h].unit, kHists[h].divisor, hists_[h].sum);
     s += "}, \"threads\": [";
     for (size_t i = 0; i < threads_.size(); i++) {
       const auto& t = threads_[i];
@@ -299,7 +324,7 @@ class StatSession {
 
   const Options& o_;
   StatMaps maps_;
-  bool stock_;
+  bool stock_, pauses_;
   uint64_t counters_[JT_COUNTER_COUNT] = {};
   jt_hist_val hists_[JT_HIST_COUNT] = {};
   std::vector<ThreadRow> threads_;
@@ -426,8 +451,9 @@ int stat_command(int argc, char** argv) {
     return 1;
   }
   Links links;
+  std::vector<std::string> absent;
   const bool attached = stock ? stock_target.attach(obj, &links, &error)
-                              : attach_jvmtrace_usdt(obj, o.pid, libjvm, &links, &error);
+                              : attach_jvmtrace_usdt(obj, o.pid, libjvm, &links, &error, &absent);
   if (!attached) {
     std::fprintf(stderr, "jvmtrace stat: %s\n", error.c_str());
     return 1;
@@ -436,7 +462,11 @@ int stat_command(int argc, char** argv) {
                stock ? "uprobes (stock mode)" : "probes", o.pid, libjvm.c_str(),
                o.slow_path || stock ? "" : ", slow-path probes left detached");
 
-  StatSession session(o, maps, stock);
+  if (!absent.empty())
+    std::fprintf(stderr, "jvmtrace stat: this JVM's patch predates the pause probes (gc__pause__*): pauses are "
+                 "measured from gc__start to gc__end and G1 Remark and Cleanup are not seen; rebuild it with "
+                 "scripts/build-patched-jdk.sh\n");
+  StatSession session(o, maps, stock, !stock && absent.empty());
   RingBuffer names(ring_buffer__new(bpf_map__fd(maps.new_keys), &StatSession::on_new_key, &session, nullptr));
   if (!names) {
     std::fprintf(stderr, "jvmtrace stat: ring buffer: %s\n", std::strerror(errno));

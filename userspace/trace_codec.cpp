@@ -134,7 +134,9 @@ void BlockCodec::put_ts(std::string* out, uint64_t ts) {
 }
 
 void BlockCodec::put_event(std::string* out, const Event& e) {
-  const uint8_t probe = static_cast<uint8_t>(e.probe);
+  const bool pause = e.probe == JT_GC_PAUSE_START || e.probe == JT_GC_PAUSE_END;
+  const uint8_t probe =
+      static_cast<uint8_t>(pause ? (e.probe == JT_GC_PAUSE_START ? +JT_GC_START : +JT_GC_END) : e.probe);
   out->push_back(static_cast<char>(probe | (e.thread < 15 ? (e.thread + 1) << 4 : 0)));
   if (e.thread >= 15) put_varint(out, e.thread);
   put_ts(out, e.ts_ns);
@@ -179,6 +181,7 @@ void BlockCodec::put_event(std::string* out, const Event& e) {
     }
     case JT_GC_START:
     case JT_GC_END:  // gc_id, name, cause, kind, heap_used, heap_committed
+      if (version_ >= 2) out->push_back(static_cast<char>(pause ? kGcRecordPause : kGcRecordCollection));
       put_delta(out, a[0], gc_id_);
       put_varint(out, a[1]);
       put_varint(out, a[2]);
@@ -242,14 +245,14 @@ bool BlockCodec::get_gc_dest(const uint8_t** pp, const uint8_t* end, uint64_t* g
 }
 
 void BlockCodec::put_lost(std::string* out, uint64_t ts_ns, uint64_t count, uint8_t kind) {
-  out->push_back(static_cast<char>(kLost | (kind & 0x0f) << 4));
+  out->push_back(static_cast<char>(tag_of(kLost) | (kind & 0x0f) << 4));
   put_ts(out, ts_ns);
   put_varint(out, count);
 }
 
 void BlockCodec::put_end(std::string* out, uint64_t ts_ns, uint8_t reason, uint64_t events, uint64_t lost,
                          const std::string& text) {
-  out->push_back(static_cast<char>(kEnd));
+  out->push_back(static_cast<char>(tag_of(kEnd)));
   put_ts(out, ts_ns);
   put_varint(out, reason);
   put_varint(out, events);
@@ -258,32 +261,32 @@ void BlockCodec::put_end(std::string* out, uint64_t ts_ns, uint8_t reason, uint6
 }
 
 void BlockCodec::put_thread(std::string* out, uint32_t index, uint32_t tid, const std::string& name) {
-  out->push_back(static_cast<char>(kThread));
+  out->push_back(static_cast<char>(tag_of(kThread)));
   put_varint(out, index);
   put_varint(out, tid);
   put_text(out, name, kMaxNameLen);
 }
 
 void BlockCodec::put_name(std::string* out, RecordType type, uint64_t id, const std::string& name) {
-  out->push_back(static_cast<char>(type));
+  out->push_back(static_cast<char>(tag_of(type)));
   put_varint(out, id);
   put_text(out, name, kMaxNameLen);
 }
 
 void BlockCodec::put_meta(std::string* out, const std::string& lines) {
-  out->push_back(static_cast<char>(kMeta));
+  out->push_back(static_cast<char>(tag_of(kMeta)));
   put_text(out, lines, kMaxMetaLen);
 }
 
 void BlockCodec::put_stack(std::string* out, uint64_t id, const std::vector<uint64_t>& frames) {
-  out->push_back(static_cast<char>(kStack));
+  out->push_back(static_cast<char>(tag_of(kStack)));
   put_varint(out, id);
   put_varint(out, frames.size());
   for (uint64_t f : frames) put_varint(out, f);
 }
 
 void BlockCodec::put_event_stack(std::string* out, uint64_t stack_plus_one) {
-  out->push_back(static_cast<char>(kEventStack));
+  out->push_back(static_cast<char>(tag_of(kEventStack)));
   put_varint(out, stack_plus_one);
 }
 
@@ -308,7 +311,8 @@ bool BlockCodec::get(const uint8_t** pp, const uint8_t* end, Record* r, const ch
   if (p == end) return fail("empty record");
   const uint8_t tag = *p++;
   r->type = tag & 0x0f;
-  if (r->type < JT_PROBE_COUNT) {
+  if (r->type >= kTagEvents) r->type |= 0x10;
+  if (r->type < kTagEvents) {
     Event& e = r->event;
     e = Event();
     e.probe = r->type;
@@ -363,6 +367,16 @@ bool BlockCodec::get(const uint8_t** pp, const uint8_t* end, Record* r, const ch
       }
       case JT_GC_START:
       case JT_GC_END:
+        if (version_ >= 2) {
+          if (p == end) return fail("a GC record's first byte is cut off");
+          const uint8_t what = *p++;
+          if (what == kGcRecordPause) {
+            e.probe = e.probe == JT_GC_START ? JT_GC_PAUSE_START : JT_GC_PAUSE_END;
+            r->type = static_cast<uint8_t>(e.probe);
+          } else if (what != kGcRecordCollection) {
+            return fail("a GC record is neither a collection nor a pause");
+          }
+        }
         DELTA(a[0], gc_id_);
         GET(a[1]);
         GET(a[2]);
@@ -471,6 +485,12 @@ const ProbeInfo& probe_info(uint16_t probe) {
        {"gc_id", "plab_start", "plab_bytes", "used_bytes", "wasted_bytes", "dest"},
        {kNum, kHex, kNum, kNum, kNum, kNum}},
       {"promote__direct", 4, {"gc_id", "address", "bytes", "dest"}, {kNum, kHex, kNum, kNum}},
+      {"gc__pause__start", 6,
+       {"gc_id", "name", "cause", "kind", "heap_used", "heap_committed"},
+       {kNum, kStringId, kStringId, kNum, kNum, kNum}},
+      {"gc__pause__end", 6,
+       {"gc_id", "name", "cause", "kind", "heap_used", "heap_committed"},
+       {kNum, kStringId, kStringId, kNum, kNum, kNum}},
   };
   static const ProbeInfo kUnknown = {"unknown", 0, {}, {}};
   return probe < JT_PROBE_COUNT ? kInfo[probe] : kUnknown;

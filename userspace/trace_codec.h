@@ -47,9 +47,13 @@ class BlockCodec {
 
   // The first timestamp of the block (0 until a timed record is put or got).
   uint64_t base_ts() const { return base_ts_; }
+  // The file format version being read or written (kVersion unless a
+  // reader says otherwise): version 1 GC records lack the collection/pause byte.
+  void set_version(uint32_t v) { version_ = v; }
   void set_base_ts(uint64_t ts) { base_ts_ = prev_ts_ = ts; have_ts_ = true; }
 
  private:
+  uint32_t version_ = kVersion;
   struct ThreadState {
     uint32_t gen = 0;
     uint64_t tlab_bytes = 0, refill_start = 0, enter_bytes = 0, enter_class = 0;

@@ -20,7 +20,10 @@
 namespace jvmtrace::trace {
 
 constexpr char kFileMagic[8] = {'J', 'V', 'M', 'T', 'R', 'A', 'C', 'E'};
-constexpr uint32_t kVersion = 1;
+// 2: gc__pause__start/end events (version 1 files read the same; a reader of
+// version 1 only refuses version 2 files instead of misreading them).
+constexpr uint32_t kVersion = 2;
+constexpr uint32_t kOldestVersion = 1;
 constexpr size_t kFileHeaderSize = 16;
 constexpr char kBlockMagic[4] = {'J', 'T', 'B', 'K'};
 constexpr size_t kBlockHeaderSize = 28;
@@ -30,20 +33,31 @@ constexpr uint64_t kMaxStackFrames = 1024;   // a reader rejects longer stack re
 // reader accepts (the writer also never lets a block grow past kMaxPayload).
 constexpr long kMaxBlockKb = kMaxPayload >> 10;
 
-// Record types: the low 4 bits of a record's tag byte.  0..7 are events
-// (enum jt_probe); an event's high 4 bits hold its thread index + 1 when the
-// index is below 15, else 0 and the index follows as a varint.
+// Record types.  On disk a record's tag byte holds its type in the low 4
+// bits: 0..7 are events (enum jt_probe 0..7; an event's high 4 bits hold its
+// thread index + 1 when the index is below 15, else 0 and the index follows
+// as a varint), 8..15 the records below.  gc__pause__start/end (probes 8, 9)
+// have no tag of their own: from version 2 on, a gc__start/end record starts
+// with a byte that says which of the two it is (kGcRecordCollection or
+// kGcRecordPause); version 1 records have no such byte and are collections.
+// In memory (Record::type) an event's type is its probe (0..JT_PROBE_COUNT-1)
+// and the others are the values below: their tag nibble | 0x10.
+constexpr uint8_t kTagEvents = 8;  // tag nibbles 0..7 are events
+constexpr uint8_t kGcRecordCollection = 0, kGcRecordPause = 1;
+static_assert(JT_PROBE_COUNT <= 16, "in-memory record types 0x10.. follow the probes");
 enum RecordType : uint8_t {
-  kThread = 8,   // varint index, varint tid, varint len, name
-  kClass = 9,    // varint id, varint len, name         (ids 0, 1, 2, ... in order)
-  kString = 10,  // varint id, varint len, text         (GC names and causes)
-  kLost = 11,    // ts delta, varint count: events lost since the last kLost of its kind
-                 // (the kind, enum LostKind, in the tag's high 4 bits)
-  kMeta = 12,    // varint len, "key=value\n" lines, values escaped (meta_escape)
-  kEnd = 13,     // ts delta, varint reason, varint events, varint lost, varint len, text
-  kStack = 14,   // varint id, varint n, n x varint string id: a call stack, leaf first
-  kEventStack = 15,  // varint stack id + 1 (0: none captured): the preceding event's stack
+  kThread = 0x18,   // varint index, varint tid, varint len, name
+  kClass = 0x19,    // varint id, varint len, name         (ids 0, 1, 2, ... in order)
+  kString = 0x1a,   // varint id, varint len, text         (GC names and causes)
+  kLost = 0x1b,     // ts delta, varint count: events lost since the last kLost of its kind
+                    // (the kind, enum LostKind, in the tag's high 4 bits)
+  kMeta = 0x1c,     // varint len, "key=value\n" lines, values escaped (meta_escape)
+  kEnd = 0x1d,      // ts delta, varint reason, varint events, varint lost, varint len, text
+  kStack = 0x1e,    // varint id, varint n, n x varint string id: a call stack, leaf first
+  kEventStack = 0x1f,  // varint stack id + 1 (0: none captured): the preceding event's stack
 };
+// The tag nibble of a non-event record type.
+constexpr uint8_t tag_of(RecordType t) { return static_cast<uint8_t>(t & 0x0f); }
 
 // Why events were lost (a kLost record's tag holds it in its high 4 bits;
 // a reader that predates the kinds reads every kind as kernel drops).
@@ -80,7 +94,7 @@ const char* end_reason_name(uint8_t reason);
 
 // One probe hit as the trace holds it.  a[] is jt_event.args with strings
 // replaced by table ids: tlab__refill a[3] and alloc__slow__enter a[1] are
-// class ids, gc__start/end a[1] and a[2] string ids; the class-name lengths
+// class ids, gc__start/end and gc__pause__start/end a[1] and a[2] string ids; the class-name lengths
 // (tlab__refill a[4], alloc__slow__enter a[2]) are not stored and read 0.
 struct Event {
   uint64_t ts_ns = 0;
@@ -99,9 +113,14 @@ struct ProbeInfo {
 };
 const ProbeInfo& probe_info(uint16_t probe);
 
-// gc__start/end's kind and alloc__slow__exit's outcome, in words.
+// gc__start/end's kind, gc__pause__start/end's kind and alloc__slow__exit's
+// outcome, in words.
 inline const char* gc_kind_name(uint64_t k) {
   return k == 0 ? "young" : k == 1 ? "full" : k == 2 ? "concurrent" : "?";
+}
+enum PauseKind : uint8_t { kPauseYoung = 0, kPauseFull = 1, kPauseRemark = 2, kPauseCleanup = 3, kPauseKindCount };
+inline const char* pause_kind_name(uint64_t k) {
+  return k == 0 ? "young" : k == 1 ? "full" : k == 2 ? "remark" : k == 3 ? "cleanup" : "?";
 }
 inline const char* slow_outcome_name(uint64_t o) {
   static const char* const n[] = {"failed", "new_tlab", "outside_tlab", "new_tlab_after_gc", "outside_tlab_after_gc",

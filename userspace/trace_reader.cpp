@@ -16,7 +16,7 @@ uint32_t le32(const uint8_t* p) {
 }
 uint64_t le64(const uint8_t* p) { return le32(p) | static_cast<uint64_t>(le32(p + 4)) << 32; }
 
-bool check_file_header(const uint8_t* h, size_t n, std::string* error) {
+bool check_file_header(const uint8_t* h, size_t n, std::string* error, uint32_t* version) {
   if (n < kFileHeaderSize) {
     *error = "not a jvmtrace trace: " + std::to_string(n) + " bytes, shorter than the 16-byte file header";
     return false;
@@ -25,11 +25,12 @@ bool check_file_header(const uint8_t* h, size_t n, std::string* error) {
     *error = "not a jvmtrace trace: the file does not start with \"JVMTRACE\"";
     return false;
   }
-  if (le32(h + 8) != kVersion) {
+  if (le32(h + 8) < kOldestVersion || le32(h + 8) > kVersion) {
     *error = "trace format version " + std::to_string(le32(h + 8)) + " is not supported (this jvmtrace reads " +
-             std::to_string(kVersion) + ")";
+             std::to_string(kOldestVersion) + " to " + std::to_string(kVersion) + ")";
     return false;
   }
+  *version = le32(h + 8);
   return true;
 }
 
@@ -70,7 +71,7 @@ bool TraceReader::open(const std::string& path, std::string* error) {
   }
   uint8_t h[kFileHeaderSize];
   const size_t n = fetch(h, sizeof h);
-  if (!check_file_header(h, n, error)) {
+  if (!check_file_header(h, n, error, &version_)) {
     *error = path + ": " + *error;
     return false;
   }
@@ -82,7 +83,7 @@ bool TraceReader::open_memory(const uint8_t* data, size_t size, std::string* err
   mem_size_ = size_ = size;
   mem_pos_ = 0;
   uint8_t h[kFileHeaderSize];
-  return check_file_header(h, fetch(h, sizeof h), error);
+  return check_file_header(h, fetch(h, sizeof h), error, &version_);
 }
 
 size_t TraceReader::fetch(uint8_t* dst, size_t n) {
@@ -149,6 +150,7 @@ ReadStatus TraceReader::read(const RecordFn& fn) {
   std::vector<uint8_t> payload;
   std::vector<Record> records;
   BlockCodec codec;
+  codec.set_version(version_);
   for (;;) {
     uint8_t h[kBlockHeaderSize];
     const size_t n = fetch(h, sizeof h);

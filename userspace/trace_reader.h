@@ -66,6 +66,7 @@ class TraceReader {
   const uint8_t* mem_ = nullptr;
   size_t mem_size_ = 0, mem_pos_ = 0;
   uint64_t size_ = 0, blocks_ = 0;
+  uint32_t version_ = kVersion;  // the file's format version
   std::vector<ThreadInfo> threads_;
   std::vector<std::string> classes_, strings_;
   std::vector<std::vector<uint64_t>> stacks_;

@@ -24,8 +24,12 @@ void set_libbpf_verbose(bool verbose) {
   libbpf_set_print(print_libbpf);
 }
 
+bool is_optional_probe(const std::string& probe) {
+  return probe == "gc__pause__start" || probe == "gc__pause__end";
+}
+
 bool attach_jvmtrace_usdt(bpf_object* obj, pid_t pid, const std::string& binary, Links* links,
-                          std::string* error) {
+                          std::string* error, std::vector<std::string>* absent) {
   bpf_program* prog;
   bpf_object__for_each_program(prog, obj) {
     if (!bpf_program__autoload(prog)) continue;  // left out on purpose (not loaded)
@@ -33,6 +37,10 @@ bool attach_jvmtrace_usdt(bpf_object* obj, pid_t pid, const std::string& binary,
     bpf_link* l = bpf_program__attach_usdt(prog, pid, binary.c_str(), "jvmtrace", probe, nullptr);
     if (!l) {
       int err = errno;
+      if (err == ENOENT && is_optional_probe(probe) && ::kill(pid, 0) == 0 && ::access(binary.c_str(), F_OK) == 0) {
+        if (absent) absent->push_back(probe);
+        continue;
+      }
       *error = std::string("cannot attach to jvmtrace:") + probe + " in " + binary + ": " + std::strerror(err);
       if (err == ENOENT) {
         // ENOENT has three causes; name the one that holds, not always the last.

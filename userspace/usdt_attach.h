@@ -40,9 +40,14 @@ std::vector<std::pair<K, V>> read_hash_map(const bpf_map* map) {
 // Attaches every loaded program of obj to the probe jvmtrace:<program name> in
 // binary for pid (libbpf resolves the note, the semaphore and the address).
 // On failure returns false with a reason naming the probe; links made so far
-// stay in *links (the caller's owner detaches them).
+// stay in *links (the caller's owner detaches them).  Probes added to the
+// contract later (is_optional_probe) may be absent from a JVM patched
+// before: those are skipped and named in *absent (if given).
 bool attach_jvmtrace_usdt(bpf_object* obj, pid_t pid, const std::string& binary, Links* links,
-                          std::string* error);
+                          std::string* error, std::vector<std::string>* absent = nullptr);
+// gc__pause__start/end (added with trace format version 2): JVMs patched
+// earlier lack them.
+bool is_optional_probe(const std::string& probe);
 
 // libbpf's messages: warnings always, debug output only when verbose.
 void set_libbpf_verbose(bool verbose);

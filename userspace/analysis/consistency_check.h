@@ -21,13 +21,14 @@ struct Violation {
 };
 
 // The heap-growth check, one row per stretch between a pause's end and the
-// next pause's start.
+// next pause's start (with the pause probes every stop-the-world pause, G1
+// Remark and Cleanup too; without them, young and full collections).
 struct Stretch {
   uint64_t from_gc = 0, to_gc = 0;     // the pauses around it (HotSpot ids)
-  uint64_t offset = 0;                 // the closing gc__start record
+  uint64_t offset = 0;                 // the closing pause-start record
   uint64_t growth = 0;                 // heap used at to_gc's start - at from_gc's end
   uint64_t allocated = 0;              // new TLABs + outside-TLAB objects in between
-  bool checked = false;                // false: events were lost in it
+  bool checked = false;                // false: events were lost in it, or it cannot be decided
   int64_t slack() const { return static_cast<int64_t>(growth) - static_cast<int64_t>(allocated); }
 };
 
@@ -77,6 +78,8 @@ class ConsistencyCheck {
   };
 
   void violation(const trace::Record& r, const char* check, const std::string& what);
+  void violation_at(const Violation& v);
+  std::string pause_what(uint64_t id, uint64_t name) const;  // "GC 24 (Pause Remark)"
   void ran(const char* check) { checked_[check]++; }
   // Another live range in set overlapping [start, end), or nullptr.
   static const Range* overlap(const std::map<uint64_t, Range>& set, uint64_t start, uint64_t end);
@@ -93,6 +96,12 @@ class ConsistencyCheck {
   void slow_exit(const trace::Record& r);
   void gc_start(const trace::Record& r);
   void gc_end(const trace::Record& r);
+  void pause_start(const trace::Record& r);
+  void pause_end(const trace::Record& r);
+  // A pause begins: close the mutator stretch against heap_used (a pause's
+  // start figure), then retire what a pause retires.
+  void close_stretch(const trace::Record& r, uint64_t to_gc, const std::string& to_what, uint64_t heap_used);
+  void open_stretch(uint64_t from_gc, const std::string& from_what, uint64_t heap_used);
   void plab_alloc(const trace::Record& r);
   void plab_retire(const trace::Record& r);
   void promote_direct(const trace::Record& r);
@@ -101,6 +110,25 @@ class ConsistencyCheck {
   const trace::TraceReader& reader_;
   CheckOptions options_;
   bool stock_ = false;
+  // The trace has gc__pause__start/end: stretches run between them.  Without
+  // them (stock mode, a JVM patched before them) between young and full
+  // collections, and a stretch that a G1 concurrent cycle overlaps cannot be
+  // decided: its Remark and Cleanup pauses free memory unseen.
+  bool pause_probes_ = false;
+  struct OpenPause {
+    uint64_t id = 0, kind = 0, name = 0, offset = 0;
+  };
+  bool pause_open_ = false, have_pause_ = false;
+  OpenPause pause_;
+  uint64_t pauses_before_ = 0;        // pause ends whose start came before the recording
+  // Without pause probes: whether a concurrent cycle is (or may be) open, and
+  // was at any time in the current stretch; "may be" until the trace shows
+  // whether one was running when it began.
+  bool cycle_open_ = false, cycle_known_ = false, stretch_cycle_ = false;
+  uint64_t undecided_ = 0;            // stretches a concurrent cycle overlapped
+  std::vector<Violation> pending_;    // "grew less" findings waiting for cycle_known_
+  uint64_t abandoned_young_ = 0;
+  bool g1_ = false;                   // a G1 collection was seen      // Serial (JDK 17): a young collection given up, no gc__end
   uint64_t region_ = 0;  // G1's region size, 0 if not G1 or not known
   uint64_t slack_bytes_ = 0;
   uint64_t events_ = 0, violation_count_ = 0;
@@ -120,6 +148,7 @@ class ConsistencyCheck {
   // The stretch being measured: from the last pause end (if seen) on.
   bool stretch_open_ = false, stretch_lost_ = false;
   uint64_t stretch_from_ = 0, stretch_used_ = 0, stretch_alloc_ = 0;
+  std::string stretch_from_what_;
   uint64_t lost_ = 0, ended_before_ = 0, before_events_ = 0, exits_unopened_ = 0;
 };
 

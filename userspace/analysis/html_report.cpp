@@ -30,6 +30,7 @@ td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
 svg.chart { display: block; } .grid { stroke: #eee; } .axis { stroke: #888; }
 .tick { font-size: 11px; fill: #555; } .label { font-size: 12px; fill: #333; }
 .mark { fill: #4878a8; } .mark.young { fill: #4878a8; } .mark.full { fill: #c8504a; } .mark.concurrent { fill: #9a9a3a; }
+.mark.remark { fill: #8a5cb0; } .mark.cleanup { fill: #3aa0a0; }
 .mark.old { fill: #d98b2b; } .mark.hbar { fill: #5a9a68; }
 .mark.line { fill: none; stroke: #4878a8; stroke-width: 1.5; } .mark.line.committed { stroke: #aaa; stroke-dasharray: 4 3; }
 .span { fill: #c8504a; opacity: .18; }
@@ -37,9 +38,12 @@ svg.chart { display: block; } .grid { stroke: #eee; } .axis { stroke: #888; }
 details { margin-top: 6px; }
 )";
 
-struct Pause {
+// A pause as the page draws it: from the pause probes, or (stock mode, a
+// JVM patched before them) a young or full collection standing in for it.
+struct PauseBar {
   double start_s, end_s;
-  const Gc* gc;
+  uint64_t id, start_ns, end_ns, used_before, used_after, committed_after;
+  std::string what, name, cause;  // what: "young", "full", "remark", "cleanup"
 };
 
 std::string legend(const std::vector<std::pair<std::string, std::string>>& items) {
@@ -71,17 +75,26 @@ std::string html_report(TraceSummary& sum, const Derived& d, const trace::ReadSt
   const double t_end = std::max(d.span_s, sum.events ? static_cast<int64_t>(sum.last_ns - d.origin_ns) / 1e9 : 0.0);
   auto secs = [&](uint64_t ns) { return static_cast<int64_t>(ns - d.origin_ns) / 1e9; };
 
-  std::vector<Pause> pauses;
+  std::vector<PauseBar> pauses;
   std::vector<const Gc*> concurrent;
   double pause_total_ms = 0, pause_max_ms = 0;
+  const bool pause_probes = sum.pause_probes();
   for (const auto& [id, g] : sum.gcs) {
     if (!g.started || !g.ended) continue;
     if (g.kind == 2) {
       concurrent.push_back(&g);
       continue;
     }
-    pauses.push_back({secs(g.start_ns), secs(g.end_ns), &g});
-    const double ms = (g.end_ns - g.start_ns) / 1e6;
+    if (!pause_probes)
+      pauses.push_back({secs(g.start_ns), secs(g.end_ns), g.id, g.start_ns, g.end_ns, g.used_before, g.used_after,
+                        g.committed_after, trace::gc_kind_name(g.kind), g.name, g.cause});
+  }
+  for (const Pause& p : sum.pauses)
+    if (p.started && p.ended)
+      pauses.push_back({secs(p.start_ns), secs(p.end_ns), p.gc_id, p.start_ns, p.end_ns, p.used_before, p.used_after,
+                        p.committed_after, trace::pause_kind_name(p.kind), p.name, p.cause});
+  for (const PauseBar& p : pauses) {
+    const double ms = (p.end_ns - p.start_ns) / 1e6;
     pause_total_ms += ms;
     pause_max_ms = std::max(pause_max_ms, ms);
   }
@@ -113,18 +126,23 @@ std::string html_report(TraceSummary& sum, const Derived& d, const trace::ReadSt
   {
     svg::Axes a{"time since the recording started (s)", "pause (ms)", 0, std::max(t_end, 1e-3), 0};
     std::vector<svg::Bar> bars;
-    for (const Pause& p : pauses) {
-      const Gc& g = *p.gc;
-      const double ms = (g.end_ns - g.start_ns) / 1e6;
+    for (const PauseBar& p : pauses) {
+      const double ms = (p.end_ns - p.start_ns) / 1e6;
       a.y_max = std::max(a.y_max, ms);
-      bars.push_back({p.start_s, p.end_s, ms, trace::gc_kind_name(g.kind),
-                      "GC " + std::to_string(g.id) + " " + g.name + " (" + g.cause + ") at " + fmt("%.3f s", p.start_s) +
-                          ": " + fmt("%.3f ms", ms) +
-                          (stock ? "" : ", heap " + human_bytes(g.used_before) + " → " + human_bytes(g.used_after))});
+      bars.push_back({p.start_s, p.end_s, ms, p.what,
+                      "GC " + std::to_string(p.id) + " " + p.name + (p.cause.empty() ? "" : " (" + p.cause + ")") +
+                          " at " + fmt("%.3f s", p.start_s) + ": " + fmt("%.3f ms", ms) +
+                          (stock ? "" : ", heap " + human_bytes(p.used_before) + " → " + human_bytes(p.used_after))});
     }
     a.y_max = a.y_max > 0 ? a.y_max * 1.1 : 1;
-    h += "<h2>GC pauses</h2>\n<figure id=\"plot-gc-pauses\">" + svg::bar_chart("gc-pauses", a, bars) +
-         legend({{"#4878a8", "young"}, {"#c8504a", "full"}}) + "</figure>\n";
+    h += "<h2>GC pauses</h2>\n";
+    if (!pause_probes)
+      h += std::string("<p class=\"note\">") +
+           (stock ? "Stock mode" : "This JVM's patch predates the pause probes") +
+           ": each young or full collection stands for its pause; G1 Remark and Cleanup pauses are not seen.</p>\n";
+    h += "<figure id=\"plot-gc-pauses\">" + svg::bar_chart("gc-pauses", a, bars) +
+         legend({{"#4878a8", "young"}, {"#c8504a", "full"}, {"#8a5cb0", "remark"}, {"#3aa0a0", "cleanup"}}) +
+         "</figure>\n";
   }
 
   // Heap used: the probes' figures at pause edges, and in between the last
@@ -140,9 +158,9 @@ std::string html_report(TraceSummary& sum, const Derived& d, const trace::ReadSt
     };
     std::vector<Step> steps;
     for (const auto& [ts, bytes] : sum.allocs) steps.push_back({ts, 0, bytes, 0});
-    for (const Pause& p : pauses) {
-      steps.push_back({p.gc->start_ns, 1, p.gc->used_before, 0});
-      steps.push_back({p.gc->end_ns, 2, p.gc->used_after, p.gc->committed_after});
+    for (const PauseBar& p : pauses) {
+      steps.push_back({p.start_ns, 1, p.used_before, 0});
+      steps.push_back({p.end_ns, 2, p.used_after, p.committed_after});
     }
     std::stable_sort(steps.begin(), steps.end(), [](const Step& x, const Step& y) { return x.ts < y.ts; });
     std::vector<svg::Point> used, committed;
@@ -170,7 +188,8 @@ std::string html_report(TraceSummary& sum, const Derived& d, const trace::ReadSt
     svg::Axes a{"time since the recording started (s)", "heap", 0, std::max(t_end, 1e-3), ymax > 0 ? ymax * 1.1 : 1};
     a.y_unit = "B";
     std::vector<svg::Bar> spans;
-    for (const Pause& p : pauses) spans.push_back({p.start_s, p.end_s, 0, "", "pause GC " + std::to_string(p.gc->id)});
+    for (const PauseBar& p : pauses)
+      spans.push_back({p.start_s, p.end_s, 0, "", "pause GC " + std::to_string(p.id) + " " + p.name});
     h += svg::line_chart("heap", a, {used, committed}, {"used", "committed"}, spans) +
          legend({{"#4878a8", "used"}, {"#aaa", "committed (after each pause)"}, {"#f0c8c6", "pauses"}});
   }

@@ -84,7 +84,9 @@ void PerfettoExport::add(const trace::Record& r) {
     emit("{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": " + u(pid_) + ", \"args\": {\"name\": " +
          q("JVM " + u(pid_) + " (" + reader_.meta_value("mode") + " mode)") + "}}");
     emit("{\"ph\": \"M\", \"name\": \"process_labels\", \"pid\": " + u(pid_) + ", \"args\": {\"labels\": " + q(cmd) + "}}");
-    name_thread(kGcPauseTrack, "GC pauses", -2);
+    pause_probes_ = reader_.meta_value("pause_probes") == "1";
+    name_thread(kGcPauseTrack, "GC pauses", -3);
+    if (pause_probes_) name_thread(kGcCollectionTrack, "GC collections (young, full)", -2);
     name_thread(kGcConcurrentTrack, "GC concurrent cycles", -1);
     return;
   }
@@ -142,9 +144,36 @@ void PerfettoExport::add(const trace::Record& r) {
       if (outside) allocated(a[1]);
       break;
     }
+    case JT_GC_PAUSE_START:
+      pauses_[{a[0], a[3]}] = {e.ts_ns, a[4], a[5], a[3], a[1], a[2]};
+      if (heap_known_ && heap_pending_) heap_counter(e.ts_ns, heap_used_);
+      heap_counter(e.ts_ns, a[4]);
+      heap_known_ = false;
+      break;
+    case JT_GC_PAUSE_END: {
+      auto it = pauses_.find({a[0], a[3]});
+      if (it != pauses_.end()) {
+        const OpenGc& p = it->second;
+        const std::string cause = reader_.strings()[p.cause];
+        const std::string name = "GC " + u(a[0]) + " " + reader_.strings()[p.name] + (cause.empty() ? "" : " (" + cause + ")");
+        emit("{\"ph\": \"X\", \"cat\": \"gc\", \"name\": " + q(name) + ", \"pid\": " + u(pid_) + ", \"tid\": " +
+             u(kGcPauseTrack) + ", \"ts\": " + ts(p.ts) + ", \"dur\": " + ts(origin_ + (e.ts_ns - p.ts)) +
+             ", \"args\": {\"gc_id\": " + u(a[0]) + ", \"pause\": " + q(trace::pause_kind_name(a[3])) +
+             ", \"cause\": " + q(cause) + ", \"heap_used_before\": " + u(p.used) + ", \"heap_used_after\": " +
+             u(a[4]) + ", \"heap_committed_before\": " + u(p.committed) + ", \"heap_committed_after\": " + u(a[5]) +
+             "}}");
+        pauses_.erase(it);
+      }
+      heap_counter(e.ts_ns, a[4]);
+      emit("{\"ph\": \"C\", \"name\": \"heap committed (bytes)\", \"pid\": " + u(pid_) + ", \"tid\": 0, \"ts\": " +
+           ts(e.ts_ns) + ", \"args\": {\"committed\": " + u(a[5]) + "}}");
+      heap_known_ = true;
+      heap_used_ = a[4];
+      break;
+    }
     case JT_GC_START: {
       gcs_[a[0]] = {e.ts_ns, a[4], a[5], a[3], a[1], a[2]};
-      if (a[3] != 2) {
+      if (a[3] != 2 && !pause_probes_) {  // with pause probes, the pauses draw the heap
         if (heap_known_ && heap_pending_) heap_counter(e.ts_ns, heap_used_);
         if (reader_.meta_value("mode") != "stock") heap_counter(e.ts_ns, a[4]);
         heap_known_ = false;
@@ -163,11 +192,11 @@ void PerfettoExport::add(const trace::Record& r) {
           args += ", \"heap_used_before\": " + u(g.used) + ", \"heap_used_after\": " + u(a[4]) +
                   ", \"heap_committed_before\": " + u(g.committed) + ", \"heap_committed_after\": " + u(a[5]);
         emit("{\"ph\": \"X\", \"cat\": \"gc\", \"name\": " + q(name) + ", \"pid\": " + u(pid_) +
-             ", \"tid\": " + u(g.kind == 2 ? kGcConcurrentTrack : kGcPauseTrack) + ", \"ts\": " + ts(g.ts) +
-             ", \"dur\": " + ts(origin_ + (e.ts_ns - g.ts)) + ", \"args\": {" + args + "}}");
+             ", \"tid\": " + u(g.kind == 2 ? kGcConcurrentTrack : pause_probes_ ? kGcCollectionTrack : kGcPauseTrack) +
+             ", \"ts\": " + ts(g.ts) + ", \"dur\": " + ts(origin_ + (e.ts_ns - g.ts)) + ", \"args\": {" + args + "}}");
         gcs_.erase(it);
       }
-      if (a[3] != 2 && !stock) {
+      if (a[3] != 2 && !stock && !pause_probes_) {
         heap_counter(e.ts_ns, a[4]);
         emit("{\"ph\": \"C\", \"name\": \"heap committed (bytes)\", \"pid\": " + u(pid_) + ", \"tid\": 0, \"ts\": " +
              ts(e.ts_ns) + ", \"args\": {\"committed\": " + u(a[5]) + "}}");
@@ -215,9 +244,15 @@ void PerfettoExport::finish() {
   for (const auto& [id, g] : gcs_)
     emit("{\"ph\": \"X\", \"cat\": \"gc\", \"name\": " +
          q("GC " + u(id) + " " + reader_.strings()[g.name] + " (unfinished)") + ", \"pid\": " + u(pid_) +
-         ", \"tid\": " + u(g.kind == 2 ? kGcConcurrentTrack : kGcPauseTrack) + ", \"ts\": " + ts(g.ts) +
-         ", \"dur\": " + ts(origin_ + (last_ns_ > g.ts ? last_ns_ - g.ts : 0)) +
+         ", \"tid\": " + u(g.kind == 2 ? kGcConcurrentTrack : pause_probes_ ? kGcCollectionTrack : kGcPauseTrack) +
+         ", \"ts\": " + ts(g.ts) + ", \"dur\": " + ts(origin_ + (last_ns_ > g.ts ? last_ns_ - g.ts : 0)) +
          ", \"args\": {\"gc_id\": " + u(id) + ", \"unfinished\": true}}");
+  for (const auto& [key, p] : pauses_)
+    emit("{\"ph\": \"X\", \"cat\": \"gc\", \"name\": " +
+         q("GC " + u(key.first) + " " + reader_.strings()[p.name] + " (unfinished)") + ", \"pid\": " + u(pid_) +
+         ", \"tid\": " + u(kGcPauseTrack) + ", \"ts\": " + ts(p.ts) +
+         ", \"dur\": " + ts(origin_ + (last_ns_ > p.ts ? last_ns_ - p.ts : 0)) +
+         ", \"args\": {\"gc_id\": " + u(key.first) + ", \"unfinished\": true}}");
   if (heap_known_ && heap_pending_) heap_counter(last_ns_, heap_used_);
   if (rate_started_) rate_until(rate_bucket_ + interval_);  // the last, partial bucket
   if (!header_) emit("{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 0, \"args\": {\"name\": \"empty trace\"}}");

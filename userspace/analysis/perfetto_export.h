@@ -19,6 +19,9 @@ namespace jvmtrace::analysis {
 // tids stay below 2^22 by default, pid_max's limit).
 constexpr uint32_t kGcPauseTrack = 1000000000;
 constexpr uint32_t kGcConcurrentTrack = 1000000001;
+// With the pause probes, the young and full collections (gc__start/end, what
+// JFR calls a GarbageCollection) get a track of their own beside the pauses.
+constexpr uint32_t kGcCollectionTrack = 1000000002;
 constexpr uint32_t kOldPlabTrackBase = 1100000000;  // + the worker's tid
 
 class PerfettoExport {
@@ -64,6 +67,8 @@ class PerfettoExport {
   std::unordered_map<uint32_t, OpenSlow> slow_;
   std::map<uint64_t, OpenPlab> plabs_;  // by start address
   std::map<uint64_t, OpenGc> gcs_;      // by id
+  std::map<std::pair<uint64_t, uint64_t>, OpenGc> pauses_;  // by (id, pause kind)
+  bool pause_probes_ = false;
   // Heap used, reconstructed between pauses: the last pause's end plus
   // what was allocated since (report --check verifies the sum).
   bool heap_known_ = false;

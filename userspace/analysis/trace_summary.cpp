@@ -121,6 +121,38 @@ void TraceSummary::add(const trace::Record& rec) {
       g.committed_after = a[5];
       break;
     }
+    case JT_GC_PAUSE_START: {
+      open_pauses_[{a[0], a[3]}] = pauses.size();
+      Pause p;
+      p.gc_id = a[0];
+      p.kind = a[3];
+      p.started = true;
+      p.start_ns = e.ts_ns;
+      p.name = reader.strings()[a[1]];
+      p.cause = reader.strings()[a[2]];
+      p.used_before = a[4];
+      pauses.push_back(std::move(p));
+      break;
+    }
+    case JT_GC_PAUSE_END: {
+      auto it = open_pauses_.find({a[0], a[3]});
+      if (it == open_pauses_.end()) {  // started before the recording
+        Pause p;
+        p.gc_id = a[0];
+        p.kind = a[3];
+        p.name = reader.strings()[a[1]];
+        p.cause = reader.strings()[a[2]];
+        it = open_pauses_.emplace(std::make_pair(a[0], a[3]), pauses.size()).first;
+        pauses.push_back(std::move(p));
+      }
+      Pause& p = pauses[it->second];
+      p.ended = true;
+      p.end_ns = e.ts_ns;
+      p.used_after = a[4];
+      p.committed_after = a[5];
+      open_pauses_.erase(it);
+      break;
+    }
     case JT_PLAB_ALLOC: {
       plab_sizes[a[3] & 1].push_back(a[2]);
       Gc& g = gc(a[0]);
@@ -175,6 +207,10 @@ Derived TraceSummary::derive(double interval_s) {
   d.slow = stats(slow_ns);
   d.plab[0] = stats(plab_sizes[0]);
   d.plab[1] = stats(plab_sizes[1]);
+  std::vector<uint64_t> pause_ns[trace::kPauseKindCount];
+  for (const Pause& p : pauses)
+    if (p.started && p.ended && p.kind < trace::kPauseKindCount) pause_ns[p.kind].push_back(p.end_ns - p.start_ns);
+  for (int k = 0; k < trace::kPauseKindCount; k++) d.pause_ns[k] = stats(pause_ns[k]);
   d.classes.assign(classes.begin(), classes.end());
   d.threads.assign(threads.begin(), threads.end());
   auto by_bytes = [](const auto& x, const auto& y) {

@@ -22,6 +22,16 @@ struct Gc {
   uint64_t plabs = 0, plab_bytes = 0, plab_waste = 0, direct = 0, direct_bytes = 0;
 };
 
+// A stop-the-world pause (gc__pause__start/end): one "GC(n) Pause ..." line
+// of -Xlog:gc.  Several may share a GC id (G1 Remark and Cleanup share
+// their concurrent cycle's).
+struct Pause {
+  uint64_t gc_id = 0, kind = 0, start_ns = 0, end_ns = 0;  // kind: trace::PauseKind
+  uint64_t used_before = 0, used_after = 0, committed_after = 0;
+  std::string name, cause;
+  bool started = false, ended = false;
+};
+
 struct Stats {  // order statistics of a list of values
   uint64_t n = 0, sum = 0, min = 0, p50 = 0, p99 = 0, max = 0;
 };
@@ -43,6 +53,7 @@ struct Derived {
   double rate_from_s = 0;    // the first bucket's start
   std::vector<double> rate;  // bytes per bucket
   Stats event_bytes, tlab, outside, slow, plab[2];
+  Stats pause_ns[trace::kPauseKindCount];  // durations of the pauses of each kind that ended
   std::vector<std::pair<uint64_t, Totals>> classes, threads;  // by bytes, most first
 };
 
@@ -66,6 +77,10 @@ class TraceSummary {
   std::vector<uint64_t> tlab_sizes, outside_sizes, slow_ns, plab_sizes[2];
   std::vector<std::pair<uint64_t, uint64_t>> allocs;
   std::map<uint64_t, Gc> gcs;
+  std::vector<Pause> pauses;  // in the order they started (one seen only ending: where it ended)
+  // Whether the recording had the pause probes (meta pause_probes=1); if not,
+  // `pauses` is empty because nothing could see them.
+  bool pause_probes() const { return reader.meta_value("pause_probes") == "1"; }
   std::map<uint64_t, uint64_t> outcomes;
   std::unordered_map<uint64_t, Totals> classes;
   std::unordered_map<uint32_t, Totals> threads;
@@ -81,6 +96,7 @@ class TraceSummary {
   }
   void alloc_at(uint64_t ts, uint64_t bytes) { allocs.emplace_back(ts, bytes); }
   std::unordered_map<uint32_t, SlowStart> slow;
+  std::map<std::pair<uint64_t, uint64_t>, size_t> open_pauses_;  // (gc id, kind) -> index in pauses
 };
 
 }  // namespace jvmtrace::analysis
