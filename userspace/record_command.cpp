@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -177,6 +178,10 @@ class Recorder {
 
   static int on_event(void* ctx, void* data, size_t size) {
     auto* self = static_cast<Recorder*>(ctx);
+    if (self->before_first_) {
+      self->before_first_();
+      self->before_first_ = nullptr;
+    }
     if (size < JT_EVENT_SIZE(0)) {  // not even a header: an event lost, counted
       self->malformed_++;
       return 0;
@@ -345,8 +350,11 @@ class Recorder {
   std::unordered_map<uint64_t, std::string> gc_names_;                   // vtable -> collector
   std::unordered_map<std::string, uint32_t> texts_;
   uint64_t next_gc_id_ = 0;
+  std::function<void()> before_first_;
 
  public:
+  // Called once, before the first event's records are written.
+  void before_first_record(std::function<void()> f) { before_first_ = std::move(f); }
   void capture_stacks(StackSymbolizer* s, int map_fd) {
     symbolizer_ = s;
     stack_map_fd_ = map_fd;
@@ -593,7 +601,6 @@ int record_command(int argc, char** argv) {
     writer.discard();
     return 1;
   }
-  const uint64_t region_bytes = g1_region_bytes(o.pid, target.binary);  // for report --check
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   const uint64_t mono0 = clock_ns(CLOCK_MONOTONIC), real0 = clock_ns(CLOCK_REALTIME);
@@ -603,15 +610,31 @@ int record_command(int argc, char** argv) {
   std::string cmdline = process_cmdline(o.pid);
   const size_t cmdline_bytes = cmdline.size();
   if (cmdline.size() > kMaxCmdline) cmdline.resize(kMaxCmdline);
-  writer.meta("jvmtrace_version=" + std::to_string(trace::kMetaVersion) + "\nmode=" + (stock ? "stock" : "usdt") +
-              "\npid=" + std::to_string(o.pid) + "\nbinary=" + trace::meta_escape(target.binary) +
-              "\nhost=" + trace::meta_escape(host) + "\ncmdline=" + trace::meta_escape(cmdline) +
-              (cmdline_bytes > kMaxCmdline ? "\ncmdline_bytes=" + std::to_string(cmdline_bytes) : std::string()) +
-              "\nstart_monotonic_ns=" + std::to_string(mono0) + "\nstart_realtime_ns=" + std::to_string(real0) +
-              "\nring_buffer_bytes=" + std::to_string(ring_bytes) +
-              (region_bytes ? "\nheap_region_bytes=" + std::to_string(region_bytes) : std::string()) +
-              (o.stacks ? "\nstacks=user" : "") +
-              (stock ? std::string("\nstock_coverage=") + StockTarget::coverage() : std::string()) + "\n");
+  const std::string meta_head =
+      "jvmtrace_version=" + std::to_string(trace::kMetaVersion) + "\nmode=" + (stock ? "stock" : "usdt") +
+      "\npid=" + std::to_string(o.pid) + "\nbinary=" + trace::meta_escape(target.binary) +
+      "\nhost=" + trace::meta_escape(host) + "\ncmdline=" + trace::meta_escape(cmdline) +
+      (cmdline_bytes > kMaxCmdline ? "\ncmdline_bytes=" + std::to_string(cmdline_bytes) : std::string()) +
+      "\nstart_monotonic_ns=" + std::to_string(mono0) + "\nstart_realtime_ns=" + std::to_string(real0) +
+      "\nring_buffer_bytes=" + std::to_string(ring_bytes);
+  const std::string meta_tail = std::string(o.stacks ? "\nstacks=user" : "") +
+                                (stock ? std::string("\nstock_coverage=") + StockTarget::coverage() : std::string()) +
+                                "\n";
+  // The meta record goes out just before the first record after it (an
+  // event, a loss, a rotation, the end), with G1's region size (for report
+  // --check) read then: a JVM held at start-up (-- COMMAND) has not sized
+  // its heap yet (HeapRegion::GrainBytes is 0 until universe_init), and
+  // every event comes from a heap that exists.
+  bool meta_written = false;
+  const G1RegionSize region_size(o.pid, target.binary);  // found now, read when the meta goes out
+  auto write_meta = [&] {
+    if (meta_written) return;
+    meta_written = true;
+    const uint64_t region_bytes = region_size.read();
+    writer.meta(meta_head + (region_bytes ? "\nheap_region_bytes=" + std::to_string(region_bytes) : std::string()) +
+                meta_tail);
+  };
+  recorder.before_first_record(write_meta);
 
   Links links;
   const bool attached = stock ? stock_target.attach(obj, &links, &error)
@@ -639,6 +662,8 @@ int record_command(int argc, char** argv) {
   uint64_t malformed_seen = 0, unpaired_seen = 0;
   auto note_drops = [&] {
     const uint64_t now_ns = clock_ns(CLOCK_MONOTONIC);
+    if (recorder.malformed_ > malformed_seen || recorder.gc_end_unpaired_ > unpaired_seen || *dropped > dropped_seen)
+      write_meta();
     writer.lost(now_ns, recorder.malformed_ - malformed_seen, trace::kLostMalformed);
     malformed_seen = recorder.malformed_;
     writer.lost(now_ns, recorder.gc_end_unpaired_ - unpaired_seen, trace::kLostGcEndUnpaired);
@@ -688,6 +713,7 @@ int record_command(int argc, char** argv) {
     const bool full = o.segment_mb > 0 && writer.bytes_on_disk() >= o.segment_mb * (1 << 20);
     const bool old = o.segment_seconds > 0 && now - segment_started >= std::chrono::duration<double>(o.segment_seconds);
     if ((full || old) && !writer.failed()) {
+      write_meta();  // the next segment repeats it
       segment_started = now;
       const std::string next = segment_path(base_output, ++segment);
       if (writer.rotate(next, clock_ns(CLOCK_MONOTONIC))) {
@@ -732,6 +758,7 @@ int record_command(int argc, char** argv) {
   }
   const double secs = std::chrono::duration<double>(clock::now() - start).count();
   if (reason_text.empty()) reason_text = trace::end_reason_name(reason);
+  write_meta();
   writer.end(clock_ns(CLOCK_MONOTONIC), reason, reason_text);
   const bool ok = writer.close();
   if (o.progress) std::fputc('\n', stderr);
