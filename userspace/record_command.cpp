@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "cli.h"
+#include "launch.h"
 #include "jvmtrace_events.h"
 #include "jvmtrace_record.skel.h"
 #include "jvmtrace_stock.skel.h"
@@ -52,17 +53,28 @@ struct Options {
   int progress = -1;  // -1: when stderr is a terminal
   bool stacks = false;
   double perfmap_seconds = 2;
+  double launch_timeout = 30;  // -- COMMAND: how long to wait for its JVM
+  bool launch_timeout_set = false;
 };
 
 void usage(FILE* out) {
   std::fprintf(out,
-               "USAGE: jvmtrace record -p PID -o FILE [-d SEC] [--mode auto|usdt|stock] [--buffer-mb N]\n"
-               "                       [--segment-mb N] [--segment-seconds S] [--keep N] [--block-kb N]\n"
-               "                       [--stacks [--perfmap-seconds S]] [-q|--progress] [-v]\n"
+               "USAGE: jvmtrace record -p PID -o FILE [OPTIONS]\n"
+               "       jvmtrace record -o FILE [OPTIONS] -- COMMAND [ARGS...]\n"
+               "OPTIONS: [-d SEC] [--mode auto|usdt|stock] [--buffer-mb N] [--segment-mb N]\n"
+               "         [--segment-seconds S] [--keep N] [--block-kb N] [--stacks [--perfmap-seconds S]]\n"
+               "         [-q|--progress] [--launch-timeout S] [-v]\n"
                "Records every jvmtrace probe hit of a JVM (TLAB refills, slow-path\n"
                "allocations, GCs, PLABs, direct promotions) into a compact trace file, until\n"
                "Ctrl-C, -d, or the JVM's exit.  Events the kernel could not queue are counted,\n"
                "shown and stored in the trace.  Read it with 'jvmtrace dump' or 'jvmtrace report'.\n"
+               "-- COMMAND runs a Java program and records its JVM from its first allocation: the\n"
+               "JVM is held at start-up (-XX:+UnlockDiagnosticVMOptions -XX:+PauseAtStartup after\n"
+               "argv[0] of a java launcher, else in JDK_JAVA_OPTIONS, which makes java print a\n"
+               "NOTE line on stderr) until the probes are attached.  The program keeps jvmtrace's\n"
+               "stdin, stdout, stderr and terminal; Ctrl-C is the program's, and the recording\n"
+               "ends when its JVM exits.  The exit status is then COMMAND's (128+N: killed by\n"
+               "signal N); COMMAND runs on even if recording fails.\n"
                "  -p, --pid PID         the JVM\n"
                "  -o, --output FILE     the trace file to create; a regular file there is replaced (a new\n"
                "                        file renamed over it), a symbolic link is refused\n"
@@ -88,10 +100,13 @@ void usage(FILE* out) {
                "                        code moves.  For a JVM that lives only seconds, also start it with\n"
                "                        -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit\n"
                "  -b, --binary PATH     the ELF file with the probes (default: PID's libjvm.so)\n"
-               "  -v, --verbose         libbpf debug output\n"
+               "      --launch-timeout S  -- COMMAND: wait at most S seconds (default 30) for its JVM\n"
+               "  -v, --verbose         libbpf debug output; with -- COMMAND, how it is started and let go\n"
                "Exit status: 0 recorded and ended cleanly; 1 error (the trace, if any, keeps what\n"
-               "was written before it); 2 bad usage.\n"
+               "was written before it); 2 bad usage.  With -- COMMAND: COMMAND's status once it has\n"
+               "started (127: not found, 126: not executable).\n"
                "EXAMPLES:\n"
+               "  jvmtrace record -o app.jvmtrace -- java -Xmx1g -jar app.jar   # from its first allocation\n"
                "  jvmtrace record -p 4242 -o app.jvmtrace          # until Ctrl-C\n"
                "  jvmtrace record -p 4242 -o app.jvmtrace -d 60\n"
                "  jvmtrace record -p 4242 -o app.jvmtrace --mode stock   # an unpatched JVM\n"
@@ -395,140 +410,32 @@ void print_progress(FILE* out, double secs, const trace::TraceWriter& w, bool fi
 
 }  // namespace
 
-int record_command(int argc, char** argv) {
-  Options o;
-  static const option longopts[] = {
-      {"pid", required_argument, nullptr, 'p'},       {"output", required_argument, nullptr, 'o'},
-      {"duration", required_argument, nullptr, 'd'},  {"buffer-mb", required_argument, nullptr, 'm'},
-      {"quiet", no_argument, nullptr, 'q'},           {"progress", no_argument, nullptr, 'P'},
-      {"binary", required_argument, nullptr, 'b'},    {"verbose", no_argument, nullptr, 'v'},
-      {"block-kb", required_argument, nullptr, 'k'},  {"mode", required_argument, nullptr, 'M'},
-      {"segment-mb", required_argument, nullptr, 'S'}, {"keep", required_argument, nullptr, 'K'},
-      {"segment-seconds", required_argument, nullptr, 'T'},
-      {"stacks", no_argument, nullptr, 's'},          {"perfmap-seconds", required_argument, nullptr, 'F'},
-      {"help", no_argument, nullptr, 'h'},
-      {nullptr, 0, nullptr, 0}};
-  int c;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "p:o:d:b:qvh", longopts, nullptr)) != -1) {
-    switch (c) {
-      case 'p':
-        if (!parse_pid(optarg, &o.pid)) {
-          std::fprintf(stderr, "jvmtrace record: PID must be a number from 1 to 4194304, not '%s'\n", optarg);
-          return 2;
-        }
-        break;
-      case 'o': o.output = optarg; break;
-      case 'd':
-        if (!parse_seconds(optarg, &o.duration)) {
-          std::fprintf(stderr, "jvmtrace record: -d takes a number of seconds above 0, at most 1e7, not '%s'\n", optarg);
-          return 2;
-        }
-        break;
-      case 'm':
-        // The ring buffer's size is a u32 power of two: 2048 MiB is the largest.
-        if (!parse_long(optarg, 1, kMaxBufferMb, &o.buffer_mb) || (o.buffer_mb & (o.buffer_mb - 1))) {
-          std::fprintf(stderr, "jvmtrace record: --buffer-mb takes a power of two from 1 to %ld, not '%s'\n",
-                       kMaxBufferMb, optarg);
-          return 2;
-        }
-        break;
-      case 'k':
-        if (!parse_long(optarg, 1, trace::kMaxBlockKb, &o.block_kb)) {
-          std::fprintf(stderr, "jvmtrace record: --block-kb takes a number from 1 to %ld, not '%s'\n",
-                       trace::kMaxBlockKb, optarg);
-          return 2;
-        }
-        break;
-      case 'M':
-        if (!parse_mode("jvmtrace record", optarg, &o.mode)) return 2;
-        break;
-      case 'S':
-        if (!parse_seconds(optarg, &o.segment_mb) || o.segment_mb < 0.0625) {  // a positive number, at most 1e7
-          std::fprintf(stderr, "jvmtrace record: --segment-mb takes a number of MiB from 0.0625 to 1e7, not '%s'\n", optarg);
-          return 2;
-        }
-        break;
-      case 'T':
-        if (!parse_seconds(optarg, &o.segment_seconds)) {
-          std::fprintf(stderr, "jvmtrace record: --segment-seconds takes a number of seconds above 0, at most 1e7, not '%s'\n", optarg);
-          return 2;
-        }
-        break;
-      case 'K':
-        if (!parse_long(optarg, 1, 1000000, &o.keep)) {
-          std::fprintf(stderr, "jvmtrace record: --keep takes a number from 1 to 1000000, not '%s'\n", optarg);
-          return 2;
-        }
-        break;
-      case 's': o.stacks = true; break;
-      case 'F':
-        if (!parse_seconds(optarg, &o.perfmap_seconds) || o.perfmap_seconds < 0.2) {
-          std::fprintf(stderr, "jvmtrace record: --perfmap-seconds takes a number of seconds from 0.2 to 1e7, not '%s'\n", optarg);
-          return 2;
-        }
-        break;
-      case 'q': o.progress = 0; break;
-      case 'P': o.progress = 1; break;
-      case 'b': o.binary = optarg; break;
-      case 'v': o.verbose = true; break;
-      case 'h': usage(stdout); return 0;
-      default: usage(stderr); return 2;
-    }
-  }
-  if (optind < argc) {
-    std::fprintf(stderr, "jvmtrace record: unexpected argument '%s'\n", argv[optind]);
-    usage(stderr);
-    return 2;
-  }
-  if (!o.pid || o.output.empty()) {
-    std::fprintf(stderr, "jvmtrace record: -p PID and -o FILE are required\n");
-    usage(stderr);
-    return 2;
-  }
-  if (o.progress < 0) o.progress = isatty(STDERR_FILENO);
-  const bool segmented = o.segment_mb > 0 || o.segment_seconds > 0;
-  if (o.keep && !segmented) {
-    std::fprintf(stderr, "jvmtrace record: --keep goes with --segment-mb or --segment-seconds\n");
-    return 2;
-  }
-  const std::string base_output = o.output;
-  uint64_t segment = 0;
-  std::deque<std::string> segments;  // files written, oldest first
-  if (segmented) o.output = segment_path(base_output, 0);
-  segments.push_back(o.output);
+namespace {
 
-  // From here on Ctrl-C (or the daemon's detach) ends the command through
-  // its cleanup path, even while it is still attaching.
-  install_stop_handlers();
+// Records o.pid into writer (open, not yet committed) until the end; with
+// launch, the JVM is held at start-up and let go once attached.  Returns
+// record's exit status; a failure discards the trace.
+int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_output,
+               std::deque<std::string>& segments, Launch* launch) {
+  uint64_t segment = 0;
   std::string error;
   Target target;
-  if (!check_target("jvmtrace record", o.pid, o.binary, &target)) return 1;
+  if (!check_target("jvmtrace record", o.pid, o.binary, &target)) {
+    writer.discard();
+    return 1;
+  }
   const bool stock = o.mode == "stock" || (o.mode == "auto" && !target.has_probes);
   if (!stock && !target.has_probes) {
     print_no_probes("jvmtrace record", target, "Record it with --mode stock (or the default --mode auto).");
+    writer.discard();
     return 1;
   }
   StockTarget stock_target;
   if (stock && !stock_target.prepare(o.pid, target.binary, &error)) {
     std::fprintf(stderr, "jvmtrace record: stock mode cannot trace PID %d: %s\n", o.pid, error.c_str());
+    writer.discard();
     return 1;
   }
-  // The output next: an unwritable path must fail before anything attaches.
-  // -o FILE replaces a regular file that is there (as perf record -o and a
-  // shell's > do), through a new file renamed over it once attached; a
-  // segment name that exists is an error (an earlier recording's, or planted).
-  if (segmented && !check_no_segments(base_output, &error)) {
-    std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
-    return 1;
-  }
-  trace::TraceWriter writer;
-  writer.block_bytes = static_cast<uint64_t>(o.block_kb) << 10;
-  if (!writer.open(o.output, &error, !segmented)) {
-    std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
-    return 1;
-  }
-
   // One of two BPF objects, the same ring-buffer records: jvmtrace USDT
   // probes, or uprobes on a stock HotSpot's functions.
   set_libbpf_verbose(o.verbose);
@@ -651,8 +558,10 @@ int record_command(int argc, char** argv) {
     writer.discard();
     return 1;
   }
-  std::fprintf(stderr, "Recording PID %d (%zu %s in %s) to %s. Hit Ctrl-C to end.\n", o.pid, links.size(),
-               stock ? "uprobes, stock mode" : "probes", target.binary.c_str(), o.output.c_str());
+  std::fprintf(stderr, "Recording PID %d (%zu %s in %s) to %s. %s\n", o.pid, links.size(),
+               stock ? "uprobes, stock mode" : "probes", target.binary.c_str(), o.output.c_str(),
+               launch ? "It ends when the JVM exits." : "Hit Ctrl-C to end.");
+  if (launch) launch->release(true);  // from its first allocation on, every event is recorded
 
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
@@ -738,6 +647,7 @@ int record_command(int argc, char** argv) {
       print_progress(stderr, secs, writer, false);
       next_progress = now + std::chrono::milliseconds(500);
     }
+    if (launch) launch->tick();  // JVMs the program starts later are held too: let them go
     if (stop_requested()) { reason = trace::kEndUser; break; }
     if (o.duration > 0 && secs >= o.duration) { reason = trace::kEndDuration; break; }
     if (!process_alive(o.pid)) { reason = trace::kEndTargetExit; break; }
@@ -788,6 +698,169 @@ int record_command(int argc, char** argv) {
     return 1;
   }
   return reason == trace::kEndError ? 1 : 0;
+}
+
+}  // namespace
+
+int record_command(int argc, char** argv) {
+  Options o;
+  static const option longopts[] = {
+      {"pid", required_argument, nullptr, 'p'},       {"output", required_argument, nullptr, 'o'},
+      {"duration", required_argument, nullptr, 'd'},  {"buffer-mb", required_argument, nullptr, 'm'},
+      {"quiet", no_argument, nullptr, 'q'},           {"progress", no_argument, nullptr, 'P'},
+      {"binary", required_argument, nullptr, 'b'},    {"verbose", no_argument, nullptr, 'v'},
+      {"block-kb", required_argument, nullptr, 'k'},  {"mode", required_argument, nullptr, 'M'},
+      {"segment-mb", required_argument, nullptr, 'S'}, {"keep", required_argument, nullptr, 'K'},
+      {"segment-seconds", required_argument, nullptr, 'T'},
+      {"stacks", no_argument, nullptr, 's'},          {"perfmap-seconds", required_argument, nullptr, 'F'},
+      {"launch-timeout", required_argument, nullptr, 'L'},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0}};
+  int c;
+  optind = 1;
+  const char* last_optarg = nullptr;
+  // "+": options end at the first argument that is not one, so COMMAND's
+  // own options after -- are never taken for jvmtrace's.
+  while ((c = getopt_long(argc, argv, "+p:o:d:b:qvh", longopts, nullptr)) != -1) {
+    if (optarg) last_optarg = optarg;
+    switch (c) {
+      case 'p':
+        if (!parse_pid(optarg, &o.pid)) {
+          std::fprintf(stderr, "jvmtrace record: PID must be a number from 1 to 4194304, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 'o': o.output = optarg; break;
+      case 'd':
+        if (!parse_seconds(optarg, &o.duration)) {
+          std::fprintf(stderr, "jvmtrace record: -d takes a number of seconds above 0, at most 1e7, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 'm':
+        // The ring buffer's size is a u32 power of two: 2048 MiB is the largest.
+        if (!parse_long(optarg, 1, kMaxBufferMb, &o.buffer_mb) || (o.buffer_mb & (o.buffer_mb - 1))) {
+          std::fprintf(stderr, "jvmtrace record: --buffer-mb takes a power of two from 1 to %ld, not '%s'\n",
+                       kMaxBufferMb, optarg);
+          return 2;
+        }
+        break;
+      case 'k':
+        if (!parse_long(optarg, 1, trace::kMaxBlockKb, &o.block_kb)) {
+          std::fprintf(stderr, "jvmtrace record: --block-kb takes a number from 1 to %ld, not '%s'\n",
+                       trace::kMaxBlockKb, optarg);
+          return 2;
+        }
+        break;
+      case 'M':
+        if (!parse_mode("jvmtrace record", optarg, &o.mode)) return 2;
+        break;
+      case 'S':
+        if (!parse_seconds(optarg, &o.segment_mb) || o.segment_mb < 0.0625) {  // a positive number, at most 1e7
+          std::fprintf(stderr, "jvmtrace record: --segment-mb takes a number of MiB from 0.0625 to 1e7, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 'T':
+        if (!parse_seconds(optarg, &o.segment_seconds)) {
+          std::fprintf(stderr, "jvmtrace record: --segment-seconds takes a number of seconds above 0, at most 1e7, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 'K':
+        if (!parse_long(optarg, 1, 1000000, &o.keep)) {
+          std::fprintf(stderr, "jvmtrace record: --keep takes a number from 1 to 1000000, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 's': o.stacks = true; break;
+      case 'F':
+        if (!parse_seconds(optarg, &o.perfmap_seconds) || o.perfmap_seconds < 0.2) {
+          std::fprintf(stderr, "jvmtrace record: --perfmap-seconds takes a number of seconds from 0.2 to 1e7, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 'L':
+        if (!parse_seconds(optarg, &o.launch_timeout)) {
+          std::fprintf(stderr, "jvmtrace record: --launch-timeout takes a number of seconds above 0, at most 1e7, not '%s'\n", optarg);
+          return 2;
+        }
+        o.launch_timeout_set = true;
+        break;
+      case 'q': o.progress = 0; break;
+      case 'P': o.progress = 1; break;
+      case 'b': o.binary = optarg; break;
+      case 'v': o.verbose = true; break;
+      case 'h': usage(stdout); return 0;
+      default: usage(stderr); return 2;
+    }
+  }
+  char** command = command_follows(argc, argv, optind, last_optarg) ? argv + optind : nullptr;
+  if (!command && optind < argc) {
+    std::fprintf(stderr, "jvmtrace record: unexpected argument '%s' (a command to run goes after --)\n", argv[optind]);
+    usage(stderr);
+    return 2;
+  }
+  if (command && !*command) {
+    std::fprintf(stderr, "jvmtrace record: no COMMAND after --\n");
+    usage(stderr);
+    return 2;
+  }
+  if (command && o.pid) {
+    std::fprintf(stderr, "jvmtrace record: -p PID and -- COMMAND exclude each other: attach to a running JVM, or "
+                 "start one\n");
+    usage(stderr);
+    return 2;
+  }
+  if ((!o.pid && !command) || o.output.empty()) {
+    std::fprintf(stderr, "jvmtrace record: -o FILE and either -p PID or -- COMMAND are required\n");
+    usage(stderr);
+    return 2;
+  }
+  if (o.launch_timeout_set && !command) {
+    std::fprintf(stderr, "jvmtrace record: --launch-timeout goes with -- COMMAND\n");
+    return 2;
+  }
+  // A progress line would mix with the program's own output on the terminal.
+  if (o.progress < 0) o.progress = !command && isatty(STDERR_FILENO);
+  const bool segmented = o.segment_mb > 0 || o.segment_seconds > 0;
+  if (o.keep && !segmented) {
+    std::fprintf(stderr, "jvmtrace record: --keep goes with --segment-mb or --segment-seconds\n");
+    return 2;
+  }
+  const std::string base_output = o.output;
+  std::deque<std::string> segments;  // files written, oldest first
+  if (segmented) o.output = segment_path(base_output, 0);
+  segments.push_back(o.output);
+
+  // The output before anything runs or attaches: an unwritable path fails
+  // first.  -o FILE replaces a regular file that is there (as perf record -o
+  // and a shell's > do), through a new file renamed over it once attached; a
+  // segment name that exists is an error (an earlier recording's, or planted).
+  // From here on Ctrl-C (or the daemon's detach) ends a -p recording through
+  // its cleanup path, even while it is still attaching; with -- COMMAND it
+  // goes to the program (launch.h) and the recording ends with the JVM.
+  if (!command) install_stop_handlers();
+  std::string error;
+  if (segmented && !check_no_segments(base_output, &error)) {
+    std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
+    return 1;
+  }
+  trace::TraceWriter writer;
+  writer.block_bytes = static_cast<uint64_t>(o.block_kb) << 10;
+  if (!writer.open(o.output, &error, !segmented)) {
+    std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
+    return 1;
+  }
+  if (!command) return record_pid(o, writer, base_output, segments, nullptr);
+  bool traced = false;
+  const int status = launch_and_trace("jvmtrace record", command, o.launch_timeout, o.verbose,
+                                      [&](pid_t pid, Launch& launch) {
+                                        o.pid = pid;
+                                        return record_pid(o, writer, base_output, segments, &launch);
+                                      }, &traced);
+  if (!traced) writer.discard();  // no JVM: no trace (record_pid discards its own failures)
+  return status;
 }
 
 }  // namespace jvmtrace
