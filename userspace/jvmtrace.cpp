@@ -19,6 +19,7 @@ void usage(FILE* out) {
                "COMMANDS:\n"
                "  stat    aggregate in the kernel: histograms, counters, top threads and classes\n"
                "  record  every event into a compact trace file\n"
+               "          (both attach with -p PID, or start a program: -- COMMAND [ARGS...])\n"
                "  dump    print a trace file's events (text or JSON lines)\n"
                "  report  summarise a trace file: GCs, TLABs, PLABs, allocation rate, top classes;\n"
                "          --check replays it against HotSpot's invariants, --html draws it\n"
@@ -31,6 +32,7 @@ void usage(FILE* out) {
                "  sudo jvmtrace stat -p 4242\n"
                "  sudo jvmtrace stat -p 4242 -d 30 --json\n"
                "  sudo jvmtrace record -p 4242 -o app.jvmtrace -d 60\n"
+               "  sudo jvmtrace record -o app.jvmtrace -- java -jar app.jar   # start it, traced from its start\n"
                "  jvmtrace report app.jvmtrace\n");
 }
 }  // namespace

@@ -15,12 +15,14 @@
 #include <functional>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
 
 #include "cli.h"
+#include "launch.h"
 #include "jvmtrace_events.h"
 #include "jvmtrace_record.skel.h"
 #include "jvmtrace_stock.skel.h"
@@ -52,17 +54,28 @@ struct Options {
   int progress = -1;  // -1: when stderr is a terminal
   bool stacks = false;
   double perfmap_seconds = 2;
+  double launch_timeout = 30;  // -- COMMAND: how long to wait for its JVM
+  bool launch_timeout_set = false;
 };
 
 void usage(FILE* out) {
   std::fprintf(out,
-               "USAGE: jvmtrace record -p PID -o FILE [-d SEC] [--mode auto|usdt|stock] [--buffer-mb N]\n"
-               "                       [--segment-mb N] [--segment-seconds S] [--keep N] [--block-kb N]\n"
-               "                       [--stacks [--perfmap-seconds S]] [-q|--progress] [-v]\n"
+               "USAGE: jvmtrace record -p PID -o FILE [OPTIONS]\n"
+               "       jvmtrace record -o FILE [OPTIONS] -- COMMAND [ARGS...]\n"
+               "OPTIONS: [-d SEC] [--mode auto|usdt|stock] [--buffer-mb N] [--segment-mb N]\n"
+               "         [--segment-seconds S] [--keep N] [--block-kb N] [--stacks [--perfmap-seconds S]]\n"
+               "         [-q|--progress] [--launch-timeout S] [-v]\n"
                "Records every jvmtrace probe hit of a JVM (TLAB refills, slow-path\n"
                "allocations, GCs, PLABs, direct promotions) into a compact trace file, until\n"
                "Ctrl-C, -d, or the JVM's exit.  Events the kernel could not queue are counted,\n"
                "shown and stored in the trace.  Read it with 'jvmtrace dump' or 'jvmtrace report'.\n"
+               "-- COMMAND runs a Java program and records its JVM from its first allocation: the\n"
+               "JVM is held at start-up (-XX:+UnlockDiagnosticVMOptions -XX:+PauseAtStartup after\n"
+               "argv[0] of a java launcher, else in JDK_JAVA_OPTIONS, which makes java print a\n"
+               "NOTE line on stderr) until the probes are attached.  The program keeps jvmtrace's\n"
+               "stdin, stdout, stderr and terminal; Ctrl-C is the program's, and the recording\n"
+               "ends when its JVM exits.  The exit status is then COMMAND's (128+N: killed by\n"
+               "signal N); COMMAND runs on even if recording fails.\n"
                "  -p, --pid PID         the JVM\n"
                "  -o, --output FILE     the trace file to create; a regular file there is replaced (a new\n"
                "                        file renamed over it), a symbolic link is refused\n"
@@ -88,10 +101,13 @@ void usage(FILE* out) {
                "                        code moves.  For a JVM that lives only seconds, also start it with\n"
                "                        -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit\n"
                "  -b, --binary PATH     the ELF file with the probes (default: PID's libjvm.so)\n"
-               "  -v, --verbose         libbpf debug output\n"
+               "      --launch-timeout S  -- COMMAND: wait at most S seconds (default 30) for its JVM\n"
+               "  -v, --verbose         libbpf debug output; with -- COMMAND, how it is started and let go\n"
                "Exit status: 0 recorded and ended cleanly; 1 error (the trace, if any, keeps what\n"
-               "was written before it); 2 bad usage.\n"
+               "was written before it); 2 bad usage.  With -- COMMAND: COMMAND's status once it has\n"
+               "started (127: not found, 126: not executable).\n"
                "EXAMPLES:\n"
+               "  jvmtrace record -o app.jvmtrace -- java -Xmx1g -jar app.jar   # from its first allocation\n"
                "  jvmtrace record -p 4242 -o app.jvmtrace          # until Ctrl-C\n"
                "  jvmtrace record -p 4242 -o app.jvmtrace -d 60\n"
                "  jvmtrace record -p 4242 -o app.jvmtrace --mode stock   # an unpatched JVM\n"
@@ -175,11 +191,13 @@ struct StockSkelDelete {
 class Recorder {
  public:
   Recorder(pid_t pid, trace::TraceWriter* w, const StockTarget* stock) : pid_(pid), w_(w), stock_(stock) {}
-  // Runs once, before the first event is written (the JVM is running then).
-  void before_first_event(std::function<void()> f) { before_first_ = std::move(f); }
 
   static int on_event(void* ctx, void* data, size_t size) {
     auto* self = static_cast<Recorder*>(ctx);
+    if (self->before_first_) {
+      self->before_first_();
+      self->before_first_ = nullptr;
+    }
     if (size < JT_EVENT_SIZE(0)) {  // not even a header: an event lost, counted
       self->malformed_++;
       return 0;
@@ -190,11 +208,7 @@ class Recorder {
 
  private:
   void add(const jt_event& k, size_t size) {
-    if (before_first_) {
-      auto f = std::move(before_first_);
-      before_first_ = nullptr;
-      f();
-    }
+
     const bool has_stack = k.probe & JT_EVENT_HAS_STACK;
     const uint16_t probe = k.probe & ~JT_EVENT_HAS_STACK;
     const bool pause = probe == JT_GC_PAUSE_START || probe == JT_GC_PAUSE_END;
@@ -316,8 +330,6 @@ class Recorder {
     return true;
   }
 
-  std::function<void()> before_first_;
-
   uint64_t text(const std::string& s) {
     auto it = texts_.find(s);
     if (it != texts_.end()) return it->second;
@@ -365,8 +377,11 @@ class Recorder {
   std::unordered_map<uint64_t, std::string> gc_names_;                   // vtable -> collector
   std::unordered_map<std::string, uint32_t> texts_;
   uint64_t next_gc_id_ = 0;
+  std::function<void()> before_first_;
 
  public:
+  // Called once, before the first event's records are written.
+  void before_first_record(std::function<void()> f) { before_first_ = std::move(f); }
   void capture_stacks(StackSymbolizer* s, int map_fd) {
     symbolizer_ = s;
     stack_map_fd_ = map_fd;
@@ -407,140 +422,32 @@ void print_progress(FILE* out, double secs, const trace::TraceWriter& w, bool fi
 
 }  // namespace
 
-int record_command(int argc, char** argv) {
-  Options o;
-  static const option longopts[] = {
-      {"pid", required_argument, nullptr, 'p'},       {"output", required_argument, nullptr, 'o'},
-      {"duration", required_argument, nullptr, 'd'},  {"buffer-mb", required_argument, nullptr, 'm'},
-      {"quiet", no_argument, nullptr, 'q'},           {"progress", no_argument, nullptr, 'P'},
-      {"binary", required_argument, nullptr, 'b'},    {"verbose", no_argument, nullptr, 'v'},
-      {"block-kb", required_argument, nullptr, 'k'},  {"mode", required_argument, nullptr, 'M'},
-      {"segment-mb", required_argument, nullptr, 'S'}, {"keep", required_argument, nullptr, 'K'},
-      {"segment-seconds", required_argument, nullptr, 'T'},
-      {"stacks", no_argument, nullptr, 's'},          {"perfmap-seconds", required_argument, nullptr, 'F'},
-      {"help", no_argument, nullptr, 'h'},
-      {nullptr, 0, nullptr, 0}};
-  int c;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "p:o:d:b:qvh", longopts, nullptr)) != -1) {
-    switch (c) {
-      case 'p':
-        if (!parse_pid(optarg, &o.pid)) {
-          std::fprintf(stderr, "jvmtrace record: PID must be a number from 1 to 4194304, not '%s'\n", optarg);
-          return 2;
-        }
-        break;
-      case 'o': o.output = optarg; break;
-      case 'd':
-        if (!parse_seconds(optarg, &o.duration)) {
-          std::fprintf(stderr, "jvmtrace record: -d takes a number of seconds above 0, at most 1e7, not '%s'\n", optarg);
-          return 2;
-        }
-        break;
-      case 'm':
-        // The ring buffer's size is a u32 power of two: 2048 MiB is the largest.
-        if (!parse_long(optarg, 1, kMaxBufferMb, &o.buffer_mb) || (o.buffer_mb & (o.buffer_mb - 1))) {
-          std::fprintf(stderr, "jvmtrace record: --buffer-mb takes a power of two from 1 to %ld, not '%s'\n",
-                       kMaxBufferMb, optarg);
-          return 2;
-        }
-        break;
-      case 'k':
-        if (!parse_long(optarg, 1, trace::kMaxBlockKb, &o.block_kb)) {
-          std::fprintf(stderr, "jvmtrace record: --block-kb takes a number from 1 to %ld, not '%s'\n",
-                       trace::kMaxBlockKb, optarg);
-          return 2;
-        }
-        break;
-      case 'M':
-        if (!parse_mode("jvmtrace record", optarg, &o.mode)) return 2;
-        break;
-      case 'S':
-        if (!parse_seconds(optarg, &o.segment_mb) || o.segment_mb < 0.0625) {  // a positive number, at most 1e7
-          std::fprintf(stderr, "jvmtrace record: --segment-mb takes a number of MiB from 0.0625 to 1e7, not '%s'\n", optarg);
-          return 2;
-        }
-        break;
-      case 'T':
-        if (!parse_seconds(optarg, &o.segment_seconds)) {
-          std::fprintf(stderr, "jvmtrace record: --segment-seconds takes a number of seconds above 0, at most 1e7, not '%s'\n", optarg);
-          return 2;
-        }
-        break;
-      case 'K':
-        if (!parse_long(optarg, 1, 1000000, &o.keep)) {
-          std::fprintf(stderr, "jvmtrace record: --keep takes a number from 1 to 1000000, not '%s'\n", optarg);
-          return 2;
-        }
-        break;
-      case 's': o.stacks = true; break;
-      case 'F':
-        if (!parse_seconds(optarg, &o.perfmap_seconds) || o.perfmap_seconds < 0.2) {
-          std::fprintf(stderr, "jvmtrace record: --perfmap-seconds takes a number of seconds from 0.2 to 1e7, not '%s'\n", optarg);
-          return 2;
-        }
-        break;
-      case 'q': o.progress = 0; break;
-      case 'P': o.progress = 1; break;
-      case 'b': o.binary = optarg; break;
-      case 'v': o.verbose = true; break;
-      case 'h': usage(stdout); return 0;
-      default: usage(stderr); return 2;
-    }
-  }
-  if (optind < argc) {
-    std::fprintf(stderr, "jvmtrace record: unexpected argument '%s'\n", argv[optind]);
-    usage(stderr);
-    return 2;
-  }
-  if (!o.pid || o.output.empty()) {
-    std::fprintf(stderr, "jvmtrace record: -p PID and -o FILE are required\n");
-    usage(stderr);
-    return 2;
-  }
-  if (o.progress < 0) o.progress = isatty(STDERR_FILENO);
-  const bool segmented = o.segment_mb > 0 || o.segment_seconds > 0;
-  if (o.keep && !segmented) {
-    std::fprintf(stderr, "jvmtrace record: --keep goes with --segment-mb or --segment-seconds\n");
-    return 2;
-  }
-  const std::string base_output = o.output;
-  uint64_t segment = 0;
-  std::deque<std::string> segments;  // files written, oldest first
-  if (segmented) o.output = segment_path(base_output, 0);
-  segments.push_back(o.output);
+namespace {
 
-  // From here on Ctrl-C (or the daemon's detach) ends the command through
-  // its cleanup path, even while it is still attaching.
-  install_stop_handlers();
+// Records o.pid into writer (open, not yet committed) until the end; with
+// launch, the JVM is held at start-up and let go once attached.  Returns
+// record's exit status; a failure discards the trace.
+int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_output,
+               std::deque<std::string>& segments, Launch* launch) {
+  uint64_t segment = 0;
   std::string error;
   Target target;
-  if (!check_target("jvmtrace record", o.pid, o.binary, &target)) return 1;
+  if (!check_target("jvmtrace record", o.pid, o.binary, &target)) {
+    writer.discard();
+    return 1;
+  }
   const bool stock = o.mode == "stock" || (o.mode == "auto" && !target.has_probes);
   if (!stock && !target.has_probes) {
     print_no_probes("jvmtrace record", target, "Record it with --mode stock (or the default --mode auto).");
+    writer.discard();
     return 1;
   }
   StockTarget stock_target;
   if (stock && !stock_target.prepare(o.pid, target.binary, &error)) {
     std::fprintf(stderr, "jvmtrace record: stock mode cannot trace PID %d: %s\n", o.pid, error.c_str());
+    writer.discard();
     return 1;
   }
-  // The output next: an unwritable path must fail before anything attaches.
-  // -o FILE replaces a regular file that is there (as perf record -o and a
-  // shell's > do), through a new file renamed over it once attached; a
-  // segment name that exists is an error (an earlier recording's, or planted).
-  if (segmented && !check_no_segments(base_output, &error)) {
-    std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
-    return 1;
-  }
-  trace::TraceWriter writer;
-  writer.block_bytes = static_cast<uint64_t>(o.block_kb) << 10;
-  if (!writer.open(o.output, &error, !segmented)) {
-    std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
-    return 1;
-  }
-
   // One of two BPF objects, the same ring-buffer records: jvmtrace USDT
   // probes, or uprobes on a stock HotSpot's functions.
   set_libbpf_verbose(o.verbose);
@@ -613,7 +520,6 @@ int record_command(int argc, char** argv) {
     writer.discard();
     return 1;
   }
-  const uint64_t region_bytes = g1_region_bytes(o.pid, target.binary);  // for report --check
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   const uint64_t mono0 = clock_ns(CLOCK_MONOTONIC), real0 = clock_ns(CLOCK_REALTIME);
@@ -623,10 +529,34 @@ int record_command(int argc, char** argv) {
   std::string cmdline = process_cmdline(o.pid);
   const size_t cmdline_bytes = cmdline.size();
   if (cmdline.size() > kMaxCmdline) cmdline.resize(kMaxCmdline);
-  // Attached before the meta record is written, which says whether this
-  // JVM has the pause probes; events wait in the ring buffer meanwhile.
+  const std::string meta_head =
+      "jvmtrace_version=" + std::to_string(trace::kMetaVersion) + "\nmode=" + (stock ? "stock" : "usdt") +
+      "\npid=" + std::to_string(o.pid) + "\nbinary=" + trace::meta_escape(target.binary) +
+      "\nhost=" + trace::meta_escape(host) + "\ncmdline=" + trace::meta_escape(cmdline) +
+      (cmdline_bytes > kMaxCmdline ? "\ncmdline_bytes=" + std::to_string(cmdline_bytes) : std::string()) +
+      "\nstart_monotonic_ns=" + std::to_string(mono0) + "\nstart_realtime_ns=" + std::to_string(real0) +
+      "\nring_buffer_bytes=" + std::to_string(ring_bytes);
+  std::vector<std::string> absent;  // pause probes this JVM lacks (known once attached)
+  const std::string meta_tail = std::string(o.stacks ? "\nstacks=user" : "") +
+                                (stock ? std::string("\nstock_coverage=") + StockTarget::coverage() : std::string()) +
+                                "\n";
+  // The meta record goes out just before the first record after it (an
+  // event, a loss, a rotation, the end), with G1's region size (for report
+  // --check) read then: a JVM held at start-up (-- COMMAND) has not sized
+  // its heap yet (HeapRegion::GrainBytes is 0 until universe_init), and
+  // every event comes from a heap that exists.
+  bool meta_written = false;
+  const G1RegionSize region_size(o.pid, target.binary);  // found now, read when the meta goes out
+  auto write_meta = [&] {
+    if (meta_written) return;
+    meta_written = true;
+    const uint64_t region_bytes = region_size.read();
+    writer.meta(meta_head + (region_bytes ? "\nheap_region_bytes=" + std::to_string(region_bytes) : std::string()) +
+                (stock ? "" : absent.empty() ? "\npause_probes=1" : "\npause_probes=0") + meta_tail);
+  };
+  recorder.before_first_record(write_meta);
+
   Links links;
-  std::vector<std::string> absent;
   const bool attached = stock ? stock_target.attach(obj, &links, &error)
                               : attach_jvmtrace_usdt(obj, o.pid, target.binary, &links, &error, &absent);
   if (!attached) {
@@ -638,33 +568,16 @@ int record_command(int argc, char** argv) {
   if (!absent.empty())
     std::fprintf(stderr, "jvmtrace record: this JVM's patch predates the pause probes (gc__pause__*): G1 Remark "
                  "and Cleanup pauses are not recorded; rebuild it with scripts/build-patched-jdk.sh\n");
-  const std::string meta = "jvmtrace_version=" + std::to_string(trace::kMetaVersion) + "\nmode=" + (stock ? "stock" : "usdt") +
-              "\npid=" + std::to_string(o.pid) + "\nbinary=" + trace::meta_escape(target.binary) +
-              "\nhost=" + trace::meta_escape(host) + "\ncmdline=" + trace::meta_escape(cmdline) +
-              (cmdline_bytes > kMaxCmdline ? "\ncmdline_bytes=" + std::to_string(cmdline_bytes) : std::string()) +
-              "\nstart_monotonic_ns=" + std::to_string(mono0) + "\nstart_realtime_ns=" + std::to_string(real0) +
-              "\nring_buffer_bytes=" + std::to_string(ring_bytes) +
-              (o.stacks ? "\nstacks=user" : "") + (stock ? "" : absent.empty() ? "\npause_probes=1" : "\npause_probes=0") +
-              (stock ? std::string("\nstock_coverage=") + StockTarget::coverage() : std::string()) + "\n";
-  writer.meta(meta + (region_bytes ? "heap_region_bytes=" + std::to_string(region_bytes) + "\n" : std::string()));
-  // G1 sets its region size when it makes the heap, after the JVM's start:
-  // a JVM held at -XX:+PauseAtStartup shows 0.  Then read it again when the
-  // first event comes (the heap exists by then) and write the meta record
-  // once more, complete, before that event; report --check needs it to round
-  // humongous objects up to whole regions.
-  if (!region_bytes && !stock)
-    recorder.before_first_event([&writer, &meta, pid = o.pid, binary = target.binary] {
-      if (const uint64_t r = g1_region_bytes(pid, binary)) writer.meta(meta + "heap_region_bytes=" + std::to_string(r) + "\n");
-    });
-
   if (!writer.commit(&error)) {
     std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
     links.clear();
     writer.discard();
     return 1;
   }
-  std::fprintf(stderr, "Recording PID %d (%zu %s in %s) to %s. Hit Ctrl-C to end.\n", o.pid, links.size(),
-               stock ? "uprobes, stock mode" : "probes", target.binary.c_str(), o.output.c_str());
+  std::fprintf(stderr, "Recording PID %d (%zu %s in %s) to %s. %s\n", o.pid, links.size(),
+               stock ? "uprobes, stock mode" : "probes", target.binary.c_str(), o.output.c_str(),
+               launch ? "It ends when the JVM exits." : "Hit Ctrl-C to end.");
+  if (launch) launch->release(true);  // from its first allocation on, every event is recorded
 
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
@@ -674,6 +587,8 @@ int record_command(int argc, char** argv) {
   uint64_t malformed_seen = 0, unpaired_seen = 0;
   auto note_drops = [&] {
     const uint64_t now_ns = clock_ns(CLOCK_MONOTONIC);
+    if (recorder.malformed_ > malformed_seen || recorder.gc_end_unpaired_ > unpaired_seen || *dropped > dropped_seen)
+      write_meta();
     writer.lost(now_ns, recorder.malformed_ - malformed_seen, trace::kLostMalformed);
     malformed_seen = recorder.malformed_;
     writer.lost(now_ns, recorder.gc_end_unpaired_ - unpaired_seen, trace::kLostGcEndUnpaired);
@@ -723,6 +638,7 @@ int record_command(int argc, char** argv) {
     const bool full = o.segment_mb > 0 && writer.bytes_on_disk() >= o.segment_mb * (1 << 20);
     const bool old = o.segment_seconds > 0 && now - segment_started >= std::chrono::duration<double>(o.segment_seconds);
     if ((full || old) && !writer.failed()) {
+      write_meta();  // the next segment repeats it
       segment_started = now;
       const std::string next = segment_path(base_output, ++segment);
       if (writer.rotate(next, clock_ns(CLOCK_MONOTONIC))) {
@@ -747,6 +663,7 @@ int record_command(int argc, char** argv) {
       print_progress(stderr, secs, writer, false);
       next_progress = now + std::chrono::milliseconds(500);
     }
+    if (launch) launch->tick();  // JVMs the program starts later are held too: let them go
     if (stop_requested()) { reason = trace::kEndUser; break; }
     if (o.duration > 0 && secs >= o.duration) { reason = trace::kEndDuration; break; }
     if (!process_alive(o.pid)) { reason = trace::kEndTargetExit; break; }
@@ -767,6 +684,7 @@ int record_command(int argc, char** argv) {
   }
   const double secs = std::chrono::duration<double>(clock::now() - start).count();
   if (reason_text.empty()) reason_text = trace::end_reason_name(reason);
+  write_meta();
   writer.end(clock_ns(CLOCK_MONOTONIC), reason, reason_text);
   const bool ok = writer.close();
   if (o.progress) std::fputc('\n', stderr);
@@ -796,6 +714,169 @@ int record_command(int argc, char** argv) {
     return 1;
   }
   return reason == trace::kEndError ? 1 : 0;
+}
+
+}  // namespace
+
+int record_command(int argc, char** argv) {
+  Options o;
+  static const option longopts[] = {
+      {"pid", required_argument, nullptr, 'p'},       {"output", required_argument, nullptr, 'o'},
+      {"duration", required_argument, nullptr, 'd'},  {"buffer-mb", required_argument, nullptr, 'm'},
+      {"quiet", no_argument, nullptr, 'q'},           {"progress", no_argument, nullptr, 'P'},
+      {"binary", required_argument, nullptr, 'b'},    {"verbose", no_argument, nullptr, 'v'},
+      {"block-kb", required_argument, nullptr, 'k'},  {"mode", required_argument, nullptr, 'M'},
+      {"segment-mb", required_argument, nullptr, 'S'}, {"keep", required_argument, nullptr, 'K'},
+      {"segment-seconds", required_argument, nullptr, 'T'},
+      {"stacks", no_argument, nullptr, 's'},          {"perfmap-seconds", required_argument, nullptr, 'F'},
+      {"launch-timeout", required_argument, nullptr, 'L'},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0}};
+  int c;
+  optind = 1;
+  const char* last_optarg = nullptr;
+  // "+": options end at the first argument that is not one, so COMMAND's
+  // own options after -- are never taken for jvmtrace's.
+  while ((c = getopt_long(argc, argv, "+p:o:d:b:qvh", longopts, nullptr)) != -1) {
+    if (optarg) last_optarg = optarg;
+    switch (c) {
+      case 'p':
+        if (!parse_pid(optarg, &o.pid)) {
+          std::fprintf(stderr, "jvmtrace record: PID must be a number from 1 to 4194304, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 'o': o.output = optarg; break;
+      case 'd':
+        if (!parse_seconds(optarg, &o.duration)) {
+          std::fprintf(stderr, "jvmtrace record: -d takes a number of seconds above 0, at most 1e7, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 'm':
+        // The ring buffer's size is a u32 power of two: 2048 MiB is the largest.
+        if (!parse_long(optarg, 1, kMaxBufferMb, &o.buffer_mb) || (o.buffer_mb & (o.buffer_mb - 1))) {
+          std::fprintf(stderr, "jvmtrace record: --buffer-mb takes a power of two from 1 to %ld, not '%s'\n",
+                       kMaxBufferMb, optarg);
+          return 2;
+        }
+        break;
+      case 'k':
+        if (!parse_long(optarg, 1, trace::kMaxBlockKb, &o.block_kb)) {
+          std::fprintf(stderr, "jvmtrace record: --block-kb takes a number from 1 to %ld, not '%s'\n",
+                       trace::kMaxBlockKb, optarg);
+          return 2;
+        }
+        break;
+      case 'M':
+        if (!parse_mode("jvmtrace record", optarg, &o.mode)) return 2;
+        break;
+      case 'S':
+        if (!parse_seconds(optarg, &o.segment_mb) || o.segment_mb < 0.0625) {  // a positive number, at most 1e7
+          std::fprintf(stderr, "jvmtrace record: --segment-mb takes a number of MiB from 0.0625 to 1e7, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 'T':
+        if (!parse_seconds(optarg, &o.segment_seconds)) {
+          std::fprintf(stderr, "jvmtrace record: --segment-seconds takes a number of seconds above 0, at most 1e7, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 'K':
+        if (!parse_long(optarg, 1, 1000000, &o.keep)) {
+          std::fprintf(stderr, "jvmtrace record: --keep takes a number from 1 to 1000000, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 's': o.stacks = true; break;
+      case 'F':
+        if (!parse_seconds(optarg, &o.perfmap_seconds) || o.perfmap_seconds < 0.2) {
+          std::fprintf(stderr, "jvmtrace record: --perfmap-seconds takes a number of seconds from 0.2 to 1e7, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 'L':
+        if (!parse_seconds(optarg, &o.launch_timeout)) {
+          std::fprintf(stderr, "jvmtrace record: --launch-timeout takes a number of seconds above 0, at most 1e7, not '%s'\n", optarg);
+          return 2;
+        }
+        o.launch_timeout_set = true;
+        break;
+      case 'q': o.progress = 0; break;
+      case 'P': o.progress = 1; break;
+      case 'b': o.binary = optarg; break;
+      case 'v': o.verbose = true; break;
+      case 'h': usage(stdout); return 0;
+      default: usage(stderr); return 2;
+    }
+  }
+  char** command = command_follows(argc, argv, optind, last_optarg) ? argv + optind : nullptr;
+  if (!command && optind < argc) {
+    std::fprintf(stderr, "jvmtrace record: unexpected argument '%s' (a command to run goes after --)\n", argv[optind]);
+    usage(stderr);
+    return 2;
+  }
+  if (command && !*command) {
+    std::fprintf(stderr, "jvmtrace record: no COMMAND after --\n");
+    usage(stderr);
+    return 2;
+  }
+  if (command && o.pid) {
+    std::fprintf(stderr, "jvmtrace record: -p PID and -- COMMAND exclude each other: attach to a running JVM, or "
+                 "start one\n");
+    usage(stderr);
+    return 2;
+  }
+  if ((!o.pid && !command) || o.output.empty()) {
+    std::fprintf(stderr, "jvmtrace record: -o FILE and either -p PID or -- COMMAND are required\n");
+    usage(stderr);
+    return 2;
+  }
+  if (o.launch_timeout_set && !command) {
+    std::fprintf(stderr, "jvmtrace record: --launch-timeout goes with -- COMMAND\n");
+    return 2;
+  }
+  // A progress line would mix with the program's own output on the terminal.
+  if (o.progress < 0) o.progress = !command && isatty(STDERR_FILENO);
+  const bool segmented = o.segment_mb > 0 || o.segment_seconds > 0;
+  if (o.keep && !segmented) {
+    std::fprintf(stderr, "jvmtrace record: --keep goes with --segment-mb or --segment-seconds\n");
+    return 2;
+  }
+  const std::string base_output = o.output;
+  std::deque<std::string> segments;  // files written, oldest first
+  if (segmented) o.output = segment_path(base_output, 0);
+  segments.push_back(o.output);
+
+  // The output before anything runs or attaches: an unwritable path fails
+  // first.  -o FILE replaces a regular file that is there (as perf record -o
+  // and a shell's > do), through a new file renamed over it once attached; a
+  // segment name that exists is an error (an earlier recording's, or planted).
+  // From here on Ctrl-C (or the daemon's detach) ends a -p recording through
+  // its cleanup path, even while it is still attaching; with -- COMMAND it
+  // goes to the program (launch.h) and the recording ends with the JVM.
+  if (!command) install_stop_handlers();
+  std::string error;
+  if (segmented && !check_no_segments(base_output, &error)) {
+    std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
+    return 1;
+  }
+  trace::TraceWriter writer;
+  writer.block_bytes = static_cast<uint64_t>(o.block_kb) << 10;
+  if (!writer.open(o.output, &error, !segmented)) {
+    std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
+    return 1;
+  }
+  if (!command) return record_pid(o, writer, base_output, segments, nullptr);
+  bool traced = false;
+  const int status = launch_and_trace("jvmtrace record", command, o.launch_timeout, o.verbose,
+                                      [&](pid_t pid, Launch& launch) {
+                                        o.pid = pid;
+                                        return record_pid(o, writer, base_output, segments, &launch);
+                                      }, &traced);
+  if (!traced) writer.discard();  // no JVM: no trace (record_pid discards its own failures)
+  return status;
 }
 
 }  // namespace jvmtrace

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "launch.h"
 #include "histogram.h"
 #include "jvmtrace_stat.h"
 #include "jvmtrace_stat.skel.h"
@@ -97,15 +98,30 @@ struct Options {
   bool slow_path = true;
   std::string mode = "auto";  // attach alloc__slow__enter/exit (latency, outside-TLAB figures)
   int top = 10;
+  double launch_timeout = 30;  // -- COMMAND: how long to wait for its JVM
+  bool launch_timeout_set = false;
+  // Where reports go: stdout; with -- COMMAND stderr (as perf stat), so the
+  // program's stdout stays its own.
+  FILE* out = stdout;
 };
 
 void usage(FILE* out) {
   std::fprintf(out,
-               "USAGE: jvmtrace stat -p PID [-i SEC] [-d SEC] [--top N] [--json] [--mode auto|usdt|stock] [-v]\n"
+               "USAGE: jvmtrace stat -p PID [OPTIONS]\n"
+               "       jvmtrace stat [OPTIONS] -- COMMAND [ARGS...]\n"
+               "OPTIONS: [-i SEC] [-d SEC] [--top N] [--json|--prometheus] [--mode auto|usdt|stock]\n"
+               "         [--no-slow-path] [--launch-timeout S] [-v]\n"
                "Aggregates a JVM's jvmtrace probes (a stock JVM: uprobes) in the kernel and prints\n"
                "log2 histograms (TLAB sizes, slow-path latency, outside-TLAB sizes, GC pauses by kind,\n"
                "PLAB sizes),\n"
                "counters, and the top threads and classes by allocated bytes.\n"
+               "-- COMMAND runs a Java program and aggregates its JVM from its first allocation:\n"
+               "the JVM is held at start-up (-XX:+UnlockDiagnosticVMOptions -XX:+PauseAtStartup\n"
+               "after argv[0] of a java launcher, else in JDK_JAVA_OPTIONS, which makes java print a\n"
+               "NOTE line on stderr) until the probes are attached.  The program keeps jvmtrace's\n"
+               "stdin, stdout, stderr and terminal; Ctrl-C is the program's.  Reports go to stderr\n"
+               "(the program's stdout stays its own), the last when its JVM exits; the exit status\n"
+               "is COMMAND's (128+N: killed by signal N; 127: not found, 126: not executable).\n"
                "  -p, --pid PID        the JVM\n"
                "  -i, --interval SEC   also print every SEC seconds (figures since attach)\n"
                "  -d, --duration SEC   stop after SEC seconds (default: Ctrl-C or the JVM exits)\n"
@@ -119,8 +135,10 @@ void usage(FILE* out) {
                "                       auto (default): usdt if the JVM has the probes, else stock\n"
                "  -b, --binary PATH    the ELF file with the probes (default: PID's libjvm.so;\n"
                "                       e.g. the USDT test fixture)\n"
-               "  -v, --verbose        libbpf debug output\n"
+               "      --launch-timeout S  -- COMMAND: wait at most S seconds (default 30) for its JVM\n"
+               "  -v, --verbose        libbpf debug output; with -- COMMAND, how it is started and let go\n"
                "EXAMPLES:\n"
+               "  jvmtrace stat -- java -Xmx1g -jar app.jar   # from its first allocation to its exit\n"
                "  jvmtrace stat -p 4242               # until Ctrl-C\n"
                "  jvmtrace stat -p 4242 -d 30 --json  # 30 s, JSON\n"
                "  jvmtrace stat -p 4242 -i 5          # a report every 5 s\n");
@@ -147,7 +165,7 @@ class StatSession {
     if (o_.prometheus) print_prometheus();
     else if (o_.json) print_json(seconds);
     else print_text(seconds);
-    std::fflush(stdout);
+    std::fflush(o_.out);
   }
 
  private:
@@ -233,33 +251,33 @@ class StatSession {
   }
 
   void print_text(double seconds) {
-    std::printf("\njvmtrace stat: PID %d, %.1f s since attach%s\n", o_.pid, seconds,
+    std::fprintf(o_.out, "\njvmtrace stat: PID %d, %.1f s since attach%s\n", o_.pid, seconds,
                 stock_ ? " (stock mode: no slow-path, TLAB waste or PLAB figures)"
                 : o_.slow_path ? "" : " (--no-slow-path: no slow-path latency or outside-TLAB figures)");
     for (int c = 0; c < JT_COUNTER_COUNT; c++)
-      std::printf("  %-24s %llu\n", kCounterNames[c], (unsigned long long)counters_[c]);
-    std::printf("  %-24s %llu\n", kMalformedName, (unsigned long long)malformed_notices_);
+      std::fprintf(o_.out, "  %-24s %llu\n", kCounterNames[c], (unsigned long long)counters_[c]);
+    std::fprintf(o_.out, "  %-24s %llu\n", kMalformedName, (unsigned long long)malformed_notices_);
     if (!pauses_)
-      std::printf("  (%s: pauses are measured from gc__start to gc__end; G1 Remark and Cleanup are not seen)\n",
-                  stock_ ? "stock mode" : "this JVM has no pause probes");
+      std::fprintf(o_.out, "  (%s: pauses are measured from gc__start to gc__end; G1 Remark and Cleanup are not seen)\n",
+                   stock_ ? "stock mode" : "this JVM has no pause probes");
     for (int h = 0; h < JT_HIST_COUNT; h++) {
       if (!shown(h, pauses_)) continue;
-      std::printf("\n%s:\n", kHists[h].title);
-      print_log2_hist(stdout, hists_[h].slots, JT_HIST_SLOTS, kHists[h].unit, kHists[h].divisor);
+      std::fprintf(o_.out, "\n%s:\n", kHists[h].title);
+      print_log2_hist(o_.out, hists_[h].slots, JT_HIST_SLOTS, kHists[h].unit, kHists[h].divisor);
     }
-    std::printf("\nTop threads by allocated bytes (TLAB bytes + outside-TLAB bytes):\n");
-    std::printf("  %-8s %-16s %10s %14s %10s %14s\n", "TID", "COMM", "REFILLS", "TLAB_BYTES", "OUTSIDE", "OUTSIDE_BYTES");
+    std::fprintf(o_.out, "\nTop threads by allocated bytes (TLAB bytes + outside-TLAB bytes):\n");
+    std::fprintf(o_.out, "  %-8s %-16s %10s %14s %10s %14s\n", "TID", "COMM", "REFILLS", "TLAB_BYTES", "OUTSIDE", "OUTSIDE_BYTES");
     for (size_t i = 0; i < threads_.size() && i < static_cast<size_t>(o_.top); i++) {
       const auto& t = threads_[i];
-      std::printf("  %-8u %-16s %10llu %14llu %10llu %14llu\n", t.tid, printable(t.comm).c_str(),
+      std::fprintf(o_.out, "  %-8u %-16s %10llu %14llu %10llu %14llu\n", t.tid, printable(t.comm).c_str(),
                   (unsigned long long)t.v.tlab_refills, (unsigned long long)t.v.tlab_bytes,
                   (unsigned long long)t.v.outside_allocs, (unsigned long long)t.v.outside_bytes);
     }
-    std::printf("\nTop classes by allocated bytes (TLAB bytes: a sample weighted by bytes; outside: exact):\n");
-    std::printf("  %-40s %10s %14s %10s %14s\n", "CLASS", "REFILLS", "TLAB_BYTES", "OUTSIDE", "OUTSIDE_BYTES");
+    std::fprintf(o_.out, "\nTop classes by allocated bytes (TLAB bytes: a sample weighted by bytes; outside: exact):\n");
+    std::fprintf(o_.out, "  %-40s %10s %14s %10s %14s\n", "CLASS", "REFILLS", "TLAB_BYTES", "OUTSIDE", "OUTSIDE_BYTES");
     for (size_t i = 0; i < classes_.size() && i < static_cast<size_t>(o_.top); i++) {
       const auto& c = classes_[i];
-      std::printf("  %-40s %10llu %14llu %10llu %14llu\n", printable(c.name).c_str(), (unsigned long long)c.v.tlab_refills,
+      std::fprintf(o_.out, "  %-40s %10llu %14llu %10llu %14llu\n", printable(c.name).c_str(), (unsigned long long)c.v.tlab_refills,
                   (unsigned long long)c.v.tlab_bytes, (unsigned long long)c.v.outside_allocs,
                   (unsigned long long)c.v.outside_bytes);
     }
@@ -287,7 +305,7 @@ class StatSession {
       s += "# HELP " + name + " " + kHists[h].title + " (log2 buckets)\n# TYPE " + name + " histogram\n" +
            log2_hist_prometheus(name, labels, hists_[h].slots, JT_HIST_SLOTS, kHists[h].divisor, hists_[h].sum);
     }
-    std::printf("%s# EOF\n", s.c_str());
+    std::fprintf(o_.out, "%s# EOF\n", s.c_str());
   }
 
   void print_json(double seconds) {
@@ -319,7 +337,7 @@ class StatSession {
            ", \"outside_bytes\": " + std::to_string(c.v.outside_bytes) + "}";
     }
     s += "]}";
-    std::printf("%s\n", s.c_str());
+    std::fprintf(o_.out, "%s\n", s.c_str());
   }
 
   const Options& o_;
@@ -334,72 +352,9 @@ class StatSession {
   uint64_t malformed_notices_ = 0;  // user space's own count, beside the kernel's counters
 };
 
-}  // namespace
-
-int stat_command(int argc, char** argv) {
-  Options o;
-  static const option longopts[] = {
-      {"pid", required_argument, nullptr, 'p'},      {"interval", required_argument, nullptr, 'i'},
-      {"duration", required_argument, nullptr, 'd'}, {"json", no_argument, nullptr, 'j'},
-      {"top", required_argument, nullptr, 't'},      {"verbose", no_argument, nullptr, 'v'},
-      {"binary", required_argument, nullptr, 'b'},   {"no-slow-path", no_argument, nullptr, 's'},
-      {"mode", required_argument, nullptr, 'M'},     {"prometheus", no_argument, nullptr, 'P'},
-      {"help", no_argument, nullptr, 'h'},
-      {nullptr, 0, nullptr, 0}};
-  int c;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "p:i:d:b:vh", longopts, nullptr)) != -1) {
-    switch (c) {
-      case 'p':
-        if (!parse_pid(optarg, &o.pid)) {
-          std::fprintf(stderr, "jvmtrace stat: PID must be a number from 1 to 4194304, not '%s'\n", optarg);
-          usage(stderr);
-          return 2;
-        }
-        break;
-      case 'i':
-      case 'd':
-        if (!parse_seconds(optarg, c == 'i' ? &o.interval : &o.duration)) {
-          std::fprintf(stderr, "jvmtrace stat: %s takes a number of seconds above 0, at most 1e7, not '%s'\n",
-                       c == 'i' ? "-i/--interval" : "-d/--duration", optarg);
-          usage(stderr);
-          return 2;
-        }
-        break;
-      case 't': {
-        long v;
-        if (!parse_long(optarg, 1, 100000, &v)) {
-          std::fprintf(stderr, "jvmtrace stat: --top takes a number from 1 to 100000, not '%s'\n", optarg);
-          return 2;
-        }
-        o.top = static_cast<int>(v);
-        break;
-      }
-      case 'j': o.json = true; break;
-      case 'P': o.prometheus = true; break;
-      case 'b': o.binary = optarg; break;
-      case 's': o.slow_path = false; break;
-      case 'M':
-        if (!parse_mode("jvmtrace stat", optarg, &o.mode)) return 2;
-        break;
-      case 'v': o.verbose = true; break;
-      case 'h': usage(stdout); return 0;
-      default: usage(stderr); return 2;
-    }
-  }
-  if (optind < argc) {
-    std::fprintf(stderr, "jvmtrace stat: unexpected argument '%s'\n", argv[optind]);
-    usage(stderr);
-    return 2;
-  }
-  if (!o.pid) {
-    std::fprintf(stderr, "jvmtrace stat: -p PID is required\n");
-    usage(stderr);
-    return 2;
-  }
-  // From here on Ctrl-C (or the daemon's detach) ends the command through
-  // its cleanup path, even while it is still attaching.
-  install_stop_handlers();
+// Aggregates o.pid until the end and prints the report; with launch, the
+// JVM is held at start-up and let go once attached.  Returns stat's status.
+int stat_pid(const Options& o, Launch* launch) {
   Target target;
   if (!check_target("jvmtrace stat", o.pid, o.binary, &target)) return 1;
   const bool stock = o.mode == "stock" || (o.mode == "auto" && !target.has_probes);
@@ -458,9 +413,10 @@ int stat_command(int argc, char** argv) {
     std::fprintf(stderr, "jvmtrace stat: %s\n", error.c_str());
     return 1;
   }
-  std::fprintf(stderr, "Attached %zu %s to PID %d (%s)%s. Hit Ctrl-C to end.\n", links.size(),
+  std::fprintf(stderr, "Attached %zu %s to PID %d (%s)%s. %s\n", links.size(),
                stock ? "uprobes (stock mode)" : "probes", o.pid, libjvm.c_str(),
-               o.slow_path || stock ? "" : ", slow-path probes left detached");
+               o.slow_path || stock ? "" : ", slow-path probes left detached",
+               launch ? "The report comes when the JVM exits." : "Hit Ctrl-C to end.");
 
   if (!absent.empty())
     std::fprintf(stderr, "jvmtrace stat: this JVM's patch predates the pause probes (gc__pause__*): pauses are "
@@ -472,6 +428,9 @@ int stat_command(int argc, char** argv) {
     std::fprintf(stderr, "jvmtrace stat: ring buffer: %s\n", std::strerror(errno));
     return 1;
   }
+  // Let go only now: the new-key notices of the first threads and classes
+  // need their reader.
+  if (launch) launch->release(true);
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   auto next = start + std::chrono::duration<double>(o.interval);
@@ -489,6 +448,7 @@ int stat_command(int argc, char** argv) {
       target_gone = true;
       break;
     }
+    if (launch) launch->tick();  // JVMs the program starts later are held too: let them go
     if (o.interval > 0 && now >= next) {
       session.report(elapsed);
       next += std::chrono::duration<double>(o.interval);
@@ -498,6 +458,111 @@ int stat_command(int argc, char** argv) {
   session.report(std::chrono::duration<double>(clock::now() - start).count());
   if (target_gone && !o.json) std::fprintf(stderr, "jvmtrace stat: PID %d exited\n", o.pid);
   return 0;
+}
+
+}  // namespace
+
+int stat_command(int argc, char** argv) {
+  Options o;
+  static const option longopts[] = {
+      {"pid", required_argument, nullptr, 'p'},      {"interval", required_argument, nullptr, 'i'},
+      {"duration", required_argument, nullptr, 'd'}, {"json", no_argument, nullptr, 'j'},
+      {"top", required_argument, nullptr, 't'},      {"verbose", no_argument, nullptr, 'v'},
+      {"binary", required_argument, nullptr, 'b'},   {"no-slow-path", no_argument, nullptr, 's'},
+      {"mode", required_argument, nullptr, 'M'},     {"prometheus", no_argument, nullptr, 'P'},
+      {"launch-timeout", required_argument, nullptr, 'L'},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0}};
+  int c;
+  optind = 1;
+  const char* last_optarg = nullptr;
+  // "+": options end at the first argument that is not one, so COMMAND's
+  // own options after -- are never taken for jvmtrace's.
+  while ((c = getopt_long(argc, argv, "+p:i:d:b:vh", longopts, nullptr)) != -1) {
+    if (optarg) last_optarg = optarg;
+    switch (c) {
+      case 'p':
+        if (!parse_pid(optarg, &o.pid)) {
+          std::fprintf(stderr, "jvmtrace stat: PID must be a number from 1 to 4194304, not '%s'\n", optarg);
+          usage(stderr);
+          return 2;
+        }
+        break;
+      case 'i':
+      case 'd':
+        if (!parse_seconds(optarg, c == 'i' ? &o.interval : &o.duration)) {
+          std::fprintf(stderr, "jvmtrace stat: %s takes a number of seconds above 0, at most 1e7, not '%s'\n",
+                       c == 'i' ? "-i/--interval" : "-d/--duration", optarg);
+          usage(stderr);
+          return 2;
+        }
+        break;
+      case 't': {
+        long v;
+        if (!parse_long(optarg, 1, 100000, &v)) {
+          std::fprintf(stderr, "jvmtrace stat: --top takes a number from 1 to 100000, not '%s'\n", optarg);
+          return 2;
+        }
+        o.top = static_cast<int>(v);
+        break;
+      }
+      case 'j': o.json = true; break;
+      case 'P': o.prometheus = true; break;
+      case 'b': o.binary = optarg; break;
+      case 's': o.slow_path = false; break;
+      case 'M':
+        if (!parse_mode("jvmtrace stat", optarg, &o.mode)) return 2;
+        break;
+      case 'L':
+        if (!parse_seconds(optarg, &o.launch_timeout)) {
+          std::fprintf(stderr, "jvmtrace stat: --launch-timeout takes a number of seconds above 0, at most 1e7, not '%s'\n", optarg);
+          return 2;
+        }
+        o.launch_timeout_set = true;
+        break;
+      case 'v': o.verbose = true; break;
+      case 'h': usage(stdout); return 0;
+      default: usage(stderr); return 2;
+    }
+  }
+  char** command = command_follows(argc, argv, optind, last_optarg) ? argv + optind : nullptr;
+  if (!command && optind < argc) {
+    std::fprintf(stderr, "jvmtrace stat: unexpected argument '%s' (a command to run goes after --)\n", argv[optind]);
+    usage(stderr);
+    return 2;
+  }
+  if (command && !*command) {
+    std::fprintf(stderr, "jvmtrace stat: no COMMAND after --\n");
+    usage(stderr);
+    return 2;
+  }
+  if (command && o.pid) {
+    std::fprintf(stderr, "jvmtrace stat: -p PID and -- COMMAND exclude each other: attach to a running JVM, or "
+                 "start one\n");
+    usage(stderr);
+    return 2;
+  }
+  if (!o.pid && !command) {
+    std::fprintf(stderr, "jvmtrace stat: -p PID or -- COMMAND is required\n");
+    usage(stderr);
+    return 2;
+  }
+  if (o.launch_timeout_set && !command) {
+    std::fprintf(stderr, "jvmtrace stat: --launch-timeout goes with -- COMMAND\n");
+    return 2;
+  }
+  if (!command) {
+    // From here on Ctrl-C (or the daemon's detach) ends the command through
+    // its cleanup path, even while it is still attaching.
+    install_stop_handlers();
+    return stat_pid(o, nullptr);
+  }
+  // Ctrl-C is the program's (launch.h); the report comes when its JVM exits.
+  o.out = stderr;
+  return launch_and_trace("jvmtrace stat", command, o.launch_timeout, o.verbose, [&](pid_t pid, Launch& launch) {
+    o.pid = pid;
+    return stat_pid(o, &launch);
+  });
 }
 
 }  // namespace jvmtrace

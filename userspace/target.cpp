@@ -125,21 +125,26 @@ bool has_usdt_provider(const std::string& elf_path, const std::string& provider)
 }  // namespace jvmtrace
 
 namespace jvmtrace {
-uint64_t g1_region_bytes(pid_t pid, const std::string& libjvm) {
+G1RegionSize::G1RegionSize(pid_t pid, const std::string& libjvm) : pid_(pid) {
   ElfSymbols syms;
   std::string error;
   const uint64_t start = libjvm_map_start(pid);
-  if (!start || !syms.load(libjvm, &error)) return 0;
+  if (!start || !syms.load(libjvm, &error)) return;
   // JDK 17 names the class HeapRegion; JDK 22 on, G1HeapRegion.
   for (const char* mangled : {"_ZN10HeapRegion10GrainBytesE", "_ZN12G1HeapRegion10GrainBytesE"}) {
-    const uint64_t v = syms.value(mangled);
-    if (!v) continue;
-    const std::string bytes = read_process_memory(pid, syms.load_bias(start) + v, sizeof(uint64_t));
-    if (bytes.size() != sizeof(uint64_t)) return 0;
-    uint64_t n;
-    std::memcpy(&n, bytes.data(), sizeof n);
-    return n;
+    if (const uint64_t v = syms.value(mangled)) {
+      address_ = syms.load_bias(start) + v;
+      return;
+    }
   }
-  return 0;
+}
+
+uint64_t G1RegionSize::read() const {
+  if (!address_) return 0;
+  const std::string bytes = read_process_memory(pid_, address_, sizeof(uint64_t));
+  if (bytes.size() != sizeof(uint64_t)) return 0;
+  uint64_t n;
+  std::memcpy(&n, bytes.data(), sizeof n);
+  return n;
 }
 }  // namespace jvmtrace

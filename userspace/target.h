@@ -39,8 +39,19 @@ bool has_usdt_provider(const std::string& elf_path, const std::string& provider)
 }  // namespace jvmtrace
 
 namespace jvmtrace {
-// G1's region size in the HotSpot of pid (HeapRegion::GrainBytes, read from
-// the process through libjvm's own symbols), or 0: another collector, no
-// symbols, or not readable.
-uint64_t g1_region_bytes(pid_t pid, const std::string& libjvm);
+// G1's region size in the HotSpot of pid: HeapRegion::GrainBytes, located
+// through libjvm's own symbols when constructed (the slow part: ~0.3 s for
+// libjvm's symbol table), read from the process by read().
+class G1RegionSize {
+ public:
+  G1RegionSize(pid_t pid, const std::string& libjvm);
+  // The size now, or 0: another collector, a heap not sized yet (a JVM held
+  // at start-up: HotSpot sets it in universe_init), no symbols, or not
+  // readable.
+  uint64_t read() const;
+
+ private:
+  pid_t pid_;
+  uint64_t address_ = 0;
+};
 }  // namespace jvmtrace
