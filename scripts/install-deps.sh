@@ -10,11 +10,14 @@ runtime=(build-essential cmake pkg-config clang llvm libclang-rt-14-dev libbpf-d
          bpftool bpftrace systemtap-sdt-dev binutils bc
          openjdk-17-jdk-headless python3 python3-pytest
          chromium python3-pil)  # chromium, python3-pil: the HTML report's rendering test
+# Real Java programs the tests run (tests/corpus.py; test_corpus_programs.py
+# checks that this list is the corpus's).
+corpus=(libeclipse-jdt-core-java libh2-java liblucene8-java librhino-java libsaxonhe-java)
 jdk_build=(autoconf zip unzip file ccache dpkg-dev
            libcups2-dev libasound2-dev libfontconfig1-dev libfreetype-dev
            libx11-dev libxext-dev libxrender-dev libxrandr-dev libxtst-dev libxt-dev)
 
-want=("${runtime[@]}")
+want=("${runtime[@]}" "${corpus[@]}")
 case "${1:-}" in
   --jdk-build) want+=("${jdk_build[@]}") ;;
   "") ;;
