@@ -202,7 +202,7 @@ void print_report(analysis::TraceSummary& sum, bool json, double interval, int t
       std::printf("  %-8s n=%-6" PRIu64 " total=%10.3f ms  p50=%8.3f ms  p99=%8.3f ms  max=%8.3f ms\n",
                   trace::pause_kind_name(k), s.n, s.sum / 1e6, s.p50 / 1e6, s.p99 / 1e6, s.max / 1e6);
     }
-    std::printf("  %5s %-8s %-48s %10s %10s %12s %12s %12s\n", "GC_ID", "KIND", "NAME (CAUSE)", "START(s)", "DUR(ms)",
+    std::printf("  %5s %-8s %-58s %10s %10s %12s %12s %12s\n", "GC_ID", "KIND", "NAME (CAUSE)", "START(s)", "DUR(ms)",
                 "USED_BEFORE", "USED_AFTER", "COMMITTED");
     for (const analysis::Pause& p : sum.pauses) {
       char dur[32] = "-", start[32] = "-", before[32] = "-", after[32] = "-", committed[32] = "-";
@@ -216,7 +216,7 @@ void print_report(analysis::TraceSummary& sum, bool json, double interval, int t
         std::snprintf(committed, sizeof committed, "%" PRIu64, p.committed_after);
       }
       const std::string what = p.name + (p.cause.empty() ? "" : " (" + p.cause + ")");
-      std::printf("  %5" PRIu64 " %-8s %-48.48s %10s %10s %12s %12s %12s\n", p.gc_id, trace::pause_kind_name(p.kind),
+      std::printf("  %5" PRIu64 " %-8s %-58.58s %10s %10s %12s %12s %12s\n", p.gc_id, trace::pause_kind_name(p.kind),
                   printable(what).c_str(), start, dur, before, after, committed);
     }
   }
