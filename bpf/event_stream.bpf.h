@@ -53,15 +53,16 @@ static __always_inline bool fresh(__u64 key)
 	return true;
 }
 
-/* A record for nargs arguments with its header filled, or NULL: the ring
- * buffer is full (counted as dropped) or the recording has stopped. */
-static __always_inline struct jt_event *event_reserve(__u16 probe, const int nargs)
+/* A record of size bytes for nargs arguments (and what follows them) with
+ * its header filled, or NULL: the ring buffer is full (counted as dropped)
+ * or the recording has stopped. */
+static __always_inline struct jt_event *event_reserve_bytes(__u16 probe, const int nargs, const __u64 size)
 {
 	struct jt_event *e;
 
 	if (stopped) /* the recording has ended: not a loss */
 		return 0;
-	e = bpf_ringbuf_reserve(&events, JT_EVENT_SIZE(nargs), 0);
+	e = bpf_ringbuf_reserve(&events, size, 0);
 
 	if (!e) {
 		__sync_fetch_and_add(&dropped, 1);
@@ -72,6 +73,12 @@ static __always_inline struct jt_event *event_reserve(__u16 probe, const int nar
 	e->probe = probe;
 	e->nargs = nargs;
 	return e;
+}
+
+/* A record for nargs arguments: see event_reserve_bytes. */
+static __always_inline struct jt_event *event_reserve(__u16 probe, const int nargs)
+{
+	return event_reserve_bytes(probe, nargs, JT_EVENT_SIZE(nargs));
 }
 
 /* Sends e; wakes the reader if wake (a name it must read now), for a new

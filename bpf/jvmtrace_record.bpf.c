@@ -43,20 +43,11 @@ static __always_inline int emit(struct pt_regs *ctx, __u16 probe, const int narg
  * address as for gc__start. */
 static __always_inline int emit_pause(struct pt_regs *ctx, __u16 probe)
 {
-	struct jt_event *e;
+	struct jt_event *e = event_reserve_bytes(probe, 6, JT_PAUSE_EVENT_SIZE);
 	long v, name = 0;
 
-	if (stopped)
+	if (!e)
 		return 0;
-	e = bpf_ringbuf_reserve(&events, JT_PAUSE_EVENT_SIZE, 0);
-	if (!e) {
-		__sync_fetch_and_add(&dropped, 1);
-		return 0;
-	}
-	e->ts_ns = bpf_ktime_get_ns();
-	e->tid = (__u32)bpf_get_current_pid_tgid();
-	e->probe = probe;
-	e->nargs = 6;
 	for (int i = 0; i < 6; i++) {
 		v = 0;
 		bpf_usdt_arg(ctx, i, &v);

@@ -11,7 +11,11 @@
 # `jvmtrace record --stacks` (every event and its stack into
 # build/demo.jvmtrace, then `jvmtrace report`, `report --check`, `report
 # --html`, `export --perfetto` and `flame` on it, into build/demo.*) and the
-# jvmmem bpftrace tool (scripts/jvmtrace-bt).
+# jvmmem bpftrace tool (scripts/jvmtrace-bt).  Then a real program from
+# Debian, Saxon-HE transforming a 24 MB document under G1 (concurrent cycles
+# with their Remark and Cleanup pauses), recorded from its first allocation
+# with `jvmtrace record -- java ...`: its pauses beside -Xlog:gc, and
+# `report --check`.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -91,3 +95,22 @@ echo "=== the program said ==="
 grep -v '^ready' "$tmp/java.out"
 echo "=== -Xlog:gc (independent truth: same GC ids and causes as above) ==="
 cat "$tmp/gc.log"
+
+# A real program from Debian (tests/corpus.py prepares its input and checks
+# its output), held at start-up and recorded from its first allocation.
+work=$tmp/saxon
+mkdir -p "$work"
+corpus() { (cd "$repo/tests" && /usr/bin/python3 -c "import sys, corpus; $1" "$work" "$java_home"); }
+corpus 'corpus.SAXON.prepare(sys.argv[1], sys.argv[2])'
+mapfile -d '' saxon < <(corpus 'sys.stdout.write("\0".join(corpus.SAXON.command(sys.argv[2],
+    corpus.SAXON.gc["G1"] + ["-Xlog:gc:file=gc.log"])))')
+strace=$repo/build/saxon.jvmtrace
+echo "=== jvmtrace record -o $strace -- java ${saxon[*]:1} ==="
+(cd "$work" && "$repo/build/userspace/jvmtrace" record -q -o "$strace" -- "${saxon[@]}")
+corpus 'corpus.SAXON.check(sys.argv[1], sys.argv[2])' && echo "(Saxon's output checked: the same sums as computed from its input)"
+echo "=== jvmtrace report $strace: its stop-the-world pauses ==="
+"$repo/build/userspace/jvmtrace" report "$strace" | sed -n '/^Stop-the-world pauses/,/^$/p'
+echo "=== -Xlog:gc of the same run: the same pauses ==="
+grep ' Pause ' "$work/gc.log"
+echo "=== jvmtrace report --check $strace ==="
+"$repo/build/userspace/jvmtrace" report --check "$strace"

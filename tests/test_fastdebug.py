@@ -23,6 +23,12 @@ RUNS = {
     "G1-concurrent": (["-XX:+UseG1GC", "-Xmx256m", "-XX:+ExplicitGCInvokesConcurrent"], ["SystemGc", "4"]),
     "G1-full": (["-XX:+UseG1GC", "-Xmx256m"], ["SystemGc", "2"]),
     "G1-alloc": (["-XX:+UseG1GC", "-Xmx96m"], ["AllocWorker", "3000000"]),
+    # Evacuation failure on demand (a debug-build flag): objects that could
+    # not be copied stay where they were, the pause says "To-space exhausted"
+    # in the log, and report --check must still find every stretch right.
+    "G1-evacuation-failure": (["-XX:+UseG1GC", "-Xmx96m", "-XX:+G1EvacuationFailureALot",
+                               "-XX:G1EvacuationFailureALotInterval=1", "-XX:G1EvacuationFailureALotCount=2"],
+                              ["AllocWorker", "3000000"]),
     "Parallel": (["-XX:+UseParallelGC", "-Xmx96m"], ["AllocWorker", "3000000"]),
     "Serial": (["-XX:+UseSerialGC", "-Xmx96m"], ["AllocWorker", "3000000"]),
 }
@@ -30,7 +36,7 @@ RUNS = {
 
 def record_from_start(java, flags, program, classes, out):
     """Starts the program (it waits for "go"), records it, lets it run."""
-    jvm = subprocess.Popen([java, *flags, "-cp", str(classes), *program], stdin=subprocess.PIPE,
+    jvm = subprocess.Popen([java, *flags, "-Xlog:gc:file=gc.log", "-cp", str(classes), *program], stdin=subprocess.PIPE,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            cwd=out.parent)  # where an assert leaves its hs_err_pid*.log
     try:
@@ -68,8 +74,12 @@ def test_probe_sites_hold_hotspots_own_asserts(run, fastdebug_home, java_classes
                                                     capture_output=True, text=True).stdout.splitlines()]
     probes = {e["probe"] for e in events if e.get("type") == "event"}
     kinds = {e["args"]["kind"] for e in events if e.get("probe") == "gc__end"}
-    # The run reached the sites it is there for.
-    assert {"gc__start", "gc__end"} <= probes, probes
+    # The run reached the sites it is there for, every pause among them.
+    assert {"gc__start", "gc__end", "gc__pause__start", "gc__pause__end"} <= probes, probes
+    log = (tmp_path / "gc.log").read_text()
+    assert sum(1 for e in events if e.get("probe") == "gc__pause__end") == log.count(" Pause ")
+    if run == "G1-evacuation-failure":
+        assert "To-space exhausted" in log, "no evacuation failed: the run lost its point"
     if run == "G1-concurrent":
         assert 2 in kinds, f"no concurrent cycle ended in the trace: kinds {kinds}"
     if run.endswith("alloc") or run in ("Parallel", "Serial"):
