@@ -235,6 +235,22 @@ def test_a_trace_file_cannot_choose_what_calibrate_runs(java_classes, tmp_path):
         marker.unlink(missing_ok=True)
 
 
+def record_stacks_then_go(jvm, out):
+    """`record --stacks` attached to jvm (waiting on stdin for "go"), then
+    the JVM let go and both waited for: (recorder, the JVM's stdout, its
+    stderr, the recorder's whole stderr)."""
+    rec = subprocess.Popen([str(JVMTRACE), "record", "--stacks", "-p", str(jvm.pid), "-o", str(out)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    banner = ""
+    for line in rec.stderr:
+        banner += line
+        if line.startswith("Recording PID"):
+            break
+    jvm_out, jvm_err = jvm.communicate("go\n", timeout=120)
+    _, rec_err = rec.communicate(timeout=60)
+    return rec, jvm_out, jvm_err, banner + rec_err
+
+
 def test_an_impostor_attach_socket_is_never_talked_to(jdks, java_classes, tmp_path):
     """Another process (here of the JVM's own user) listens at the JVM's
     attach socket name before the JVM opened its listener.  The recorder must
@@ -266,17 +282,7 @@ def test_an_impostor_attach_socket_is_never_talked_to(jdks, java_classes, tmp_pa
         stop = threading.Event()
         t = threading.Thread(target=accept, daemon=True)
         t.start()
-        out = tmp_path / "impostor.jvmtrace"
-        rec = subprocess.Popen([str(JVMTRACE), "record", "--stacks", "-p", str(jvm.pid), "-o", str(out)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        banner = ""
-        for line in rec.stderr:
-            banner += line
-            if line.startswith("Recording PID"):
-                break
-        jvm_out, jvm_err = jvm.communicate("go\n", timeout=120)
-        _, rec_err = rec.communicate(timeout=60)
-        rec_err = banner + rec_err
+        rec, jvm_out, jvm_err, rec_err = record_stacks_then_go(jvm, tmp_path / "impostor.jvmtrace")
         stop.set()
         t.join(5)
     finally:
@@ -426,17 +432,7 @@ def test_a_fifo_at_the_perf_map_name_neither_is_opened_nor_stalls_the_jvm(jdks, 
         assert fifo.is_fifo()
         t = threading.Thread(target=writer, daemon=True)
         t.start()
-        out = tmp_path / "fifo.jvmtrace"
-        rec = subprocess.Popen([str(JVMTRACE), "record", "--stacks", "-p", str(jvm.pid), "-o", str(out)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        banner = ""
-        for line in rec.stderr:
-            banner += line
-            if line.startswith("Recording PID"):
-                break
-        rest, err = jvm.communicate("go\n", timeout=120)
-        _, rec_err = rec.communicate(timeout=60)
-        rec_err = banner + rec_err
+        rec, rest, err, rec_err = record_stacks_then_go(jvm, tmp_path / "fifo.jvmtrace")
     finally:
         if jvm.poll() is None:
             jvm.kill()
