@@ -340,8 +340,8 @@ def test_java_frames_are_named_for_a_jvm_in_its_own_pid_namespace(jdks, java_cla
 
 def test_names_the_target_chose_cannot_drive_roots_terminal(jdks, java_classes, tmp_path):
     """A thread named with escape sequences (a window-title write, a screen
-    clear): dump, report and stat print it with its control characters as
-    \\xNN, never raw."""
+    clear): dump, report, report --check and stat print it with its control
+    characters as \\xNN, never raw."""
     out = tmp_path / "names.jvmtrace"
     jvm = subprocess.Popen([str(Path(jdks["patched"]) / "bin/java"), "-Xmx64m", "-cp", str(java_classes),
                             "HostileNames", "3000000"],
@@ -365,7 +365,18 @@ def test_names_the_target_chose_cannot_drive_roots_terminal(jdks, java_classes, 
     assert jvm.returncode == 0 and rec.returncode == 0 and stat.returncode == 0, rec_err + stat_err
     dump = subprocess.run([str(JVMTRACE), "dump", str(out)], capture_output=True, text=True).stdout
     report = subprocess.run([str(JVMTRACE), "report", str(out)], capture_output=True, text=True).stdout
-    for what, text in (("dump", dump), ("report", report), ("stat", stat_out)):
+    # report --check names the thread in what it finds: a trace with one of
+    # that thread's slow-path enters taken out (its refill then lies outside
+    # any slow path).
+    from test_analysis import damage, events_of
+    ev = events_of(out)
+    hostile = [i for i, e in enumerate(ev) if "pwned" in e["thread"] and e["probe"] == "alloc__slow__enter"]
+    assert len(hostile) > 20, "the hostile thread's slow paths are not in the trace"
+    damaged = tmp_path / "names-damaged.jvmtrace"
+    damage(out, damaged, "drop", hostile[10])
+    check = subprocess.run([str(JVMTRACE), "report", "--check", str(damaged)], capture_output=True, text=True)
+    assert check.returncode == 4, check.stdout[-2000:] + check.stderr
+    for what, text in (("dump", dump), ("report", report), ("stat", stat_out), ("report --check", check.stdout)):
         assert "\x1b" not in text and "\x07" not in text, f"{what} printed a raw escape sequence"
         assert "\\x1b]0;pwned" in text, f"{what} does not show the thread's name:\n{text[-2000:]}"
 

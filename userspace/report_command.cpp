@@ -309,13 +309,14 @@ int check(const trace::TraceReader& reader, const trace::ReadStatus& st, const a
     std::printf("\n  heap growth vs traced allocation: %" PRIu64 " stretches between pauses checked, largest "
                 "difference %+" PRId64 " bytes (allowed %" PRIu64 " + 1%%)\n",
                 checked, worst, ck.growth_slack_bytes());
-    for (const auto& n : ck.notes()) std::printf("  note: %s\n", n.c_str());
+    // Findings and notes quote names the target chose (threads, collectors, pauses).
+    for (const auto& n : ck.notes()) std::printf("  note: %s\n", printable(n).c_str());
     if (!ck.violation_count()) {
       std::printf("OK: no violations\n");
     } else {
       std::printf("%" PRIu64 " violation(s):\n  %10s  %-22s %s\n", ck.violation_count(), "OFFSET", "CHECK", "WHAT");
       for (const auto& v : ck.violations())
-        std::printf("  %10" PRIu64 "  %-22s %s\n", v.offset, v.check.c_str(), v.what.c_str());
+        std::printf("  %10" PRIu64 "  %-22s %s\n", v.offset, v.check.c_str(), printable(v.what).c_str());
       if (ck.violations().size() < ck.violation_count())
         std::printf("  ... and %" PRIu64 " more\n", ck.violation_count() - ck.violations().size());
     }
