@@ -60,6 +60,20 @@ void PerfettoExport::heap_counter(uint64_t ns, uint64_t used) {
   heap_pending_ = false;
 }
 
+void PerfettoExport::heap_at_pause_start(uint64_t ns, const uint64_t* used) {
+  if (heap_known_ && heap_pending_) heap_counter(ns, heap_used_);
+  if (used) heap_counter(ns, *used);
+  heap_known_ = false;
+}
+
+void PerfettoExport::heap_at_pause_end(uint64_t ns, uint64_t used, uint64_t committed) {
+  heap_counter(ns, used);
+  emit("{\"ph\": \"C\", \"name\": \"heap committed (bytes)\", \"pid\": " + u(pid_) + ", \"tid\": 0, \"ts\": " +
+       ts(ns) + ", \"args\": {\"committed\": " + u(committed) + "}}");
+  heap_known_ = true;
+  heap_used_ = used;
+}
+
 // Closes every allocation-rate bucket that ends at or before ns.
 void PerfettoExport::rate_until(uint64_t ns) {
   if (!rate_started_) {
@@ -146,9 +160,7 @@ void PerfettoExport::add(const trace::Record& r) {
     }
     case JT_GC_PAUSE_START:
       pauses_[{a[0], a[3]}] = {e.ts_ns, a[4], a[5], a[3], a[1], a[2]};
-      if (heap_known_ && heap_pending_) heap_counter(e.ts_ns, heap_used_);
-      heap_counter(e.ts_ns, a[4]);
-      heap_known_ = false;
+      heap_at_pause_start(e.ts_ns, &a[4]);
       break;
     case JT_GC_PAUSE_END: {
       auto it = pauses_.find({a[0], a[3]});
@@ -164,20 +176,13 @@ void PerfettoExport::add(const trace::Record& r) {
              "}}");
         pauses_.erase(it);
       }
-      heap_counter(e.ts_ns, a[4]);
-      emit("{\"ph\": \"C\", \"name\": \"heap committed (bytes)\", \"pid\": " + u(pid_) + ", \"tid\": 0, \"ts\": " +
-           ts(e.ts_ns) + ", \"args\": {\"committed\": " + u(a[5]) + "}}");
-      heap_known_ = true;
-      heap_used_ = a[4];
+      heap_at_pause_end(e.ts_ns, a[4], a[5]);
       break;
     }
     case JT_GC_START: {
       gcs_[a[0]] = {e.ts_ns, a[4], a[5], a[3], a[1], a[2]};
-      if (a[3] != 2 && !pause_probes_) {  // with pause probes, the pauses draw the heap
-        if (heap_known_ && heap_pending_) heap_counter(e.ts_ns, heap_used_);
-        if (reader_.meta_value("mode") != "stock") heap_counter(e.ts_ns, a[4]);
-        heap_known_ = false;
-      }
+      if (a[3] != 2 && !pause_probes_)  // with pause probes, the pauses draw the heap
+        heap_at_pause_start(e.ts_ns, reader_.meta_value("mode") != "stock" ? &a[4] : nullptr);
       break;
     }
     case JT_GC_END: {
@@ -196,13 +201,7 @@ void PerfettoExport::add(const trace::Record& r) {
              ", \"ts\": " + ts(g.ts) + ", \"dur\": " + ts(origin_ + (e.ts_ns - g.ts)) + ", \"args\": {" + args + "}}");
         gcs_.erase(it);
       }
-      if (a[3] != 2 && !stock && !pause_probes_) {
-        heap_counter(e.ts_ns, a[4]);
-        emit("{\"ph\": \"C\", \"name\": \"heap committed (bytes)\", \"pid\": " + u(pid_) + ", \"tid\": 0, \"ts\": " +
-             ts(e.ts_ns) + ", \"args\": {\"committed\": " + u(a[5]) + "}}");
-        heap_known_ = true;
-        heap_used_ = a[4];
-      }
+      if (a[3] != 2 && !stock && !pause_probes_) heap_at_pause_end(e.ts_ns, a[4], a[5]);
       break;
     }
     case JT_PLAB_ALLOC:

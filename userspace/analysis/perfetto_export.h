@@ -53,6 +53,11 @@ class PerfettoExport {
   uint32_t tid(uint32_t thread_index) const { return reader_.threads()[thread_index].tid; }
   void name_thread(uint32_t tid, const std::string& name, int sort_index);
   void heap_counter(uint64_t ns, uint64_t used);
+  // The heap counters at a pause's edges: its start (used, if known: stock
+  // traces have no heap sizes) and its end (used and committed); in between
+  // the used line is not drawn from allocation.
+  void heap_at_pause_start(uint64_t ns, const uint64_t* used);
+  void heap_at_pause_end(uint64_t ns, uint64_t used, uint64_t committed);
   void rate_until(uint64_t ns);
 
   const trace::TraceReader& reader_;
