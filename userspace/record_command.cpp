@@ -357,9 +357,9 @@ class Recorder {
   uint64_t string(uint64_t addr) {
     auto it = strings_.find(addr);
     if (it != strings_.end()) return it->second;
-    std::string s = addr ? read_process_string(pid_, addr, 256) : "";
-    // An empty string (G1 Remark's cause) is one whose first byte reads as NUL.
-    if (s.empty()) s = !addr ? "<none>" : read_process_memory(pid_, addr, 1) == std::string(1, '\0') ? "" : "<unreadable>";
+    bool terminated = false;  // an empty string (G1 Remark's cause) is not an unreadable one
+    std::string s = addr ? read_process_string(pid_, addr, 256, &terminated) : "";
+    if (s.empty() && !terminated) s = addr ? "<unreadable>" : "<none>";
     return strings_.emplace(addr, text(s)).first->second;
   }
 

@@ -63,14 +63,18 @@ std::string read_process_memory(pid_t pid, uint64_t addr, size_t len) {
   return buf;
 }
 
-std::string read_process_string(pid_t pid, uint64_t addr, size_t max) {
+std::string read_process_string(pid_t pid, uint64_t addr, size_t max, bool* terminated) {
   std::string out;
+  if (terminated) *terminated = false;
   while (out.size() < max) {
     const size_t step = std::min<size_t>(64, max - out.size());
     std::string chunk = read_process_memory(pid, addr + out.size(), step);
     if (chunk.empty()) break;
     const size_t nul = chunk.find('\0');
-    if (nul != std::string::npos) return out + chunk.substr(0, nul);
+    if (nul != std::string::npos) {
+      if (terminated) *terminated = true;
+      return out + chunk.substr(0, nul);
+    }
     out += chunk;
   }
   return out;

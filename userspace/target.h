@@ -25,7 +25,8 @@ std::string read_process_memory(pid_t pid, uint64_t addr, size_t len);
 
 // A NUL-terminated string at addr in PID's memory, at most max bytes; empty
 // on failure.  Reads in small steps so a string near the end of a mapping works.
-std::string read_process_string(pid_t pid, uint64_t addr, size_t max);
+// *terminated (if given): its NUL was read, so "" is an empty string, not a failure.
+std::string read_process_string(pid_t pid, uint64_t addr, size_t max, bool* terminated = nullptr);
 
 // A thread's name (/proc/PID/task/TID/comm); empty if it is gone.
 std::string thread_name(pid_t pid, uint32_t tid);
