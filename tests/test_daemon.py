@@ -49,8 +49,13 @@ class Daemon:
         return out.decode()
 
     def client(self, *args):
-        return subprocess.run([str(JVMTRACE), "daemon", "--socket", self.sock, *map(str, args)],
-                              capture_output=True, text=True, timeout=60)
+        r = subprocess.run([str(JVMTRACE), "daemon", "--socket", self.sock, *map(str, args)],
+                           capture_output=True, text=True, timeout=60)
+        if r.returncode != 0 and self.proc.poll() is not None:
+            # The daemon itself is gone: say how it ended, with its last words.
+            r.stdout += (f"\n[the daemon exited with status {self.proc.returncode}; its log ends:\n" +
+                         "\n".join(self.log.drain(5)[-30:]) + "]")
+        return r
 
     def metrics(self):
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=10) as r:
