@@ -22,9 +22,17 @@ enum jt_probe {
 	JT_GC_PAUSE_START,
 	JT_GC_PAUSE_END,
 	JT_PROBE_COUNT,
+	/* Kernel-only records of the probes that report several of the above
+	 * at once (usdt/jvmtrace.d): user space turns each into the trace events
+	 * of the probes it stands for, so these never reach a trace file. */
+	JT_K_ALLOC_SLOW = 0x40,  /* alloc__slow: 10 arguments, stack id after */
+	JT_K_PLAB_BATCH = 0x41,  /* plab__batch: 3 arguments, then the records */
 };
 
+/* Arguments of a trace event (the trace format's probes). */
 #define JT_EVENT_MAX_ARGS 6
+/* Arguments of a kernel record: alloc__slow has 10 besides its tid. */
+#define JT_KEVENT_MAX_ARGS 10
 
 /* args[] holds the probe's arguments in contract order *without* the
  * trailing tid (the kernel's tid is in `tid`; HotSpot passes the same value).
@@ -35,7 +43,7 @@ struct jt_event {
 	__u32 tid;                      /* the firing thread's kernel tid */
 	__u16 probe;                    /* enum jt_probe */
 	__u16 nargs;                    /* valid entries of args[] */
-	__u64 args[JT_EVENT_MAX_ARGS + 1]; /* + a stack id, see JT_EVENT_HAS_STACK */
+	__u64 args[JT_KEVENT_MAX_ARGS + 1]; /* + a stack id, see JT_EVENT_HAS_STACK */
 };
 
 /* record --stacks: probe | JT_EVENT_HAS_STACK means args[nargs] holds the
@@ -54,5 +62,26 @@ struct jt_event {
  * 8-byte header and rounds to 8). */
 #define JT_EVENT_SIZE(n) (16 + 8 * (n))
 #define JT_PAUSE_EVENT_SIZE (JT_EVENT_SIZE(6) + JT_PAUSE_NAME_MAX)
+
+/* plab__batch: args[] = records' address, count, record_bytes; then the
+ * records' bytes, up to JT_PLAB_BATCH_MAX_BYTES (a batch larger than that
+ * is cut, and the records cut are counted as dropped).  The layout of one
+ * record, usdt/jvmtrace.d's; a reader steps by record_bytes (fields are only
+ * ever appended). */
+struct jt_plab_record {
+	__u64 ts_ns;            /* CLOCK_MONOTONIC */
+	__u64 address;          /* PLAB start, or the copied object */
+	__u64 bytes;            /* PLAB size, or the object's size */
+	__u64 used_bytes;       /* retire: used (wasted = bytes - used_bytes) */
+	__u32 gc_id;
+	__s32 tid;
+	__u8 kind;              /* enum jt_plab_record_kind */
+	__u8 dest;              /* 0 young/survivor, 1 old */
+	__u8 pad[6];
+};
+enum jt_plab_record_kind { JT_PLAB_REC_ALLOC = 0, JT_PLAB_REC_RETIRE = 1, JT_PLAB_REC_DIRECT = 2 };
+#define JT_PLAB_RECORD_BYTES 48
+#define JT_PLAB_BATCH_MAX_BYTES (16 << 10)
+#define JT_PLAB_BATCH_EVENT_SIZE (JT_EVENT_SIZE(3) + JT_PLAB_BATCH_MAX_BYTES)
 
 #endif /* JVMTRACE_EVENTS_H */

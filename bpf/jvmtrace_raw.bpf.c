@@ -70,3 +70,58 @@ SEC("usdt") int plab__retire(struct pt_regs *ctx) { return emit(ctx, JT_PLAB_RET
 SEC("usdt") int promote__direct(struct pt_regs *ctx) { return emit(ctx, JT_PROMOTE_DIRECT, -1, -1, -1); }
 SEC("usdt") int gc__pause__start(struct pt_regs *ctx) { return emit(ctx, JT_GC_PAUSE_START, 1, -1, 2); }
 SEC("usdt") int gc__pause__end(struct pt_regs *ctx) { return emit(ctx, JT_GC_PAUSE_END, 1, -1, 2); }
+SEC("usdt") int alloc__slow(struct pt_regs *ctx) { return emit(ctx, JT_K_ALLOC_SLOW, 1, 2, -1); }
+
+struct batch_walk {
+	__u64 records;
+	__u64 step;
+	__u32 tid;
+};
+
+static long raw_plab_record(__u32 i, void *ctx)
+{
+	struct batch_walk *w = ctx;
+	struct jt_plab_record r;
+	struct jt_raw_event *e;
+
+	if (bpf_probe_read_user(&r, sizeof(r), (void *)(w->records + (__u64)i * w->step)))
+		return 1;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		__sync_fetch_and_add(&dropped, 1);
+		return 0;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->ts_ns = bpf_ktime_get_ns();
+	e->probe = JT_RAW_PLAB_RECORD;
+	e->tid = w->tid;
+	e->args[0] = r.ts_ns;
+	e->args[1] = r.address;
+	e->args[2] = r.bytes;
+	e->args[3] = r.used_bytes;
+	e->args[4] = r.gc_id;
+	e->args[5] = r.tid;
+	e->args[6] = r.kind;
+	e->args[7] = r.dest;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+/* The batch's own line, then one line per record. */
+SEC("usdt") int plab__batch(struct pt_regs *ctx)
+{
+	long records = 0, count = 0, step = 0;
+	struct batch_walk w;
+
+	emit(ctx, JT_K_PLAB_BATCH, -1, -1, -1);
+	bpf_usdt_arg(ctx, 0, &records);
+	bpf_usdt_arg(ctx, 1, &count);
+	bpf_usdt_arg(ctx, 2, &step);
+	if ((__u64)step < sizeof(struct jt_plab_record) || (__u64)count > 65536)
+		return 0;
+	w.records = records;
+	w.step = step;
+	w.tid = (__u32)bpf_get_current_pid_tgid();
+	bpf_loop((__u32)count, raw_plab_record, &w, 0);
+	return 0;
+}

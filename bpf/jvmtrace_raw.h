@@ -7,7 +7,11 @@
 
 #include "jvmtrace_events.h" /* enum jt_probe */
 
-#define JT_RAW_MAX_ARGS 7
+#define JT_RAW_MAX_ARGS 11 /* alloc__slow's */
+
+/* One record of a plab__batch, as its own raw event after the batch's:
+ * args = ts_ns, address, bytes, used_bytes, gc_id, tid, kind, dest. */
+#define JT_RAW_PLAB_RECORD 0x42
 #define JT_RAW_STR_MAX 64 /* bytes kept of a string argument, NUL included */
 
 struct jt_raw_event {

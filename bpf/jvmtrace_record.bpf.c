@@ -64,6 +64,50 @@ static __always_inline int emit_pause(struct pt_regs *ctx, __u16 probe)
 	return 0;
 }
 
+/* A batch of PLAB records is copied whole into the ring buffer; it is built
+ * here first (too large for the BPF stack), one per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u8[JT_PLAB_BATCH_EVENT_SIZE]);
+} batch_scratch SEC(".maps");
+
+/* plab__batch(records, count, record_bytes, tid): one record holds them all;
+ * user space expands it into the plab__alloc/retire and promote__direct
+ * events the records stand for. */
+static __always_inline int emit_plab_batch(struct pt_regs *ctx)
+{
+	static const __u32 zero = 0;
+	__u8 *buf = bpf_map_lookup_elem(&batch_scratch, &zero);
+	struct jt_event *e = (struct jt_event *)buf;
+	long records = 0, count = 0, record_bytes = 0;
+	__u64 len;
+
+	if (!buf || stopped)
+		return 0;
+	bpf_usdt_arg(ctx, 0, &records);
+	bpf_usdt_arg(ctx, 1, &count);
+	bpf_usdt_arg(ctx, 2, &record_bytes);
+	len = (__u64)(__u32)count * (__u64)(__u32)record_bytes;
+	if (len > JT_PLAB_BATCH_MAX_BYTES)
+		len = JT_PLAB_BATCH_MAX_BYTES;
+	e->ts_ns = bpf_ktime_get_ns();
+	e->tid = (__u32)bpf_get_current_pid_tgid();
+	e->probe = JT_K_PLAB_BATCH;
+	e->nargs = 3;
+	e->args[0] = records;
+	e->args[1] = (__u32)count;
+	e->args[2] = (__u32)record_bytes;
+	if (len && bpf_probe_read_user(buf + JT_EVENT_SIZE(3), len, (void *)records))
+		len = 0; /* unreadable: user space counts the records as dropped */
+	if (bpf_ringbuf_output(&events, buf, JT_EVENT_SIZE(3) + len,
+			       bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?
+				       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
+		__sync_fetch_and_add(&dropped, (__u32)count);
+	return 0;
+}
+
 /* The count is each probe's arguments minus the trailing tid; then where
  * name addresses are. */
 SEC("usdt") int tlab__refill(struct pt_regs *ctx) { return emit(ctx, JT_TLAB_REFILL, 6, 3, -1, true); }
@@ -76,3 +120,7 @@ SEC("usdt") int plab__retire(struct pt_regs *ctx) { return emit(ctx, JT_PLAB_RET
 SEC("usdt") int promote__direct(struct pt_regs *ctx) { return emit(ctx, JT_PROMOTE_DIRECT, 4, -1, -1, false); }
 SEC("usdt") int gc__pause__start(struct pt_regs *ctx) { return emit_pause(ctx, JT_GC_PAUSE_START); }
 SEC("usdt") int gc__pause__end(struct pt_regs *ctx) { return emit_pause(ctx, JT_GC_PAUSE_END); }
+/* One hit per event: record attaches these instead of the probes above when
+ * the JVM has them. */
+SEC("usdt") int alloc__slow(struct pt_regs *ctx) { return emit(ctx, JT_K_ALLOC_SLOW, 10, 1, -1, true); }
+SEC("usdt") int plab__batch(struct pt_regs *ctx) { return emit_plab_batch(ctx); }

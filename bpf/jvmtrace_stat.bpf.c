@@ -6,6 +6,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/usdt.bpf.h>
 #include "stat_core.bpf.h"
+#include "jvmtrace_events.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -14,6 +15,16 @@ static __always_inline long arg(struct pt_regs *ctx, int i)
 	long v = 0;
 	bpf_usdt_arg(ctx, i, &v);
 	return v;
+}
+
+/* A slow path ended with this outcome (usdt/jvmtrace.d's numbers). */
+static __always_inline void count_slow_path(__u32 outcome)
+{
+	count(JT_C_SLOW_PATHS, 1);
+	if (outcome == 0)
+		count(JT_C_SLOW_FAILED, 1);
+	if (outcome == 3 || outcome == 4)
+		count(JT_C_SLOW_AFTER_GC, 1);
 }
 
 /* tlab__refill(tlab_start, tlab_bytes, alloc_bytes, class_name, class_name_len, retired_waste_bytes, tid) */
@@ -48,11 +59,7 @@ int alloc__slow__exit(struct pt_regs *ctx)
 	struct slow_start *s = bpf_map_lookup_elem(&slow_inflight, &tid);
 	__u32 outcome = arg(ctx, 2);
 
-	count(JT_C_SLOW_PATHS, 1);
-	if (outcome == 0)
-		count(JT_C_SLOW_FAILED, 1);
-	if (outcome == 3 || outcome == 4)
-		count(JT_C_SLOW_AFTER_GC, 1);
+	count_slow_path(outcome);
 	if (outcome == 2 || outcome == 4)
 		stat_outside(arg(ctx, 1), s ? s->class_key : 0, s ? s->name_len : 0);
 	/* Without its enter (attached mid-slow-path, or the enter not
@@ -122,5 +129,79 @@ int promote__direct(struct pt_regs *ctx)
 {
 	count(JT_C_PROMOTED_DIRECT, 1);
 	count(JT_C_PROMOTED_DIRECT_BYTES, arg(ctx, 2));
+	return 0;
+}
+
+/* One hit per event: stat attaches these two instead of the five probes
+ * they stand for when the JVM has them (userspace/stat_command.cpp). */
+
+/* alloc__slow(alloc_bytes, class_name, class_name_len, outcome, tlab_bytes,
+ *             duration_ns, address, retired_waste_bytes, gcs, start_ns, tid) */
+SEC("usdt")
+int alloc__slow(struct pt_regs *ctx)
+{
+	__u32 outcome = arg(ctx, 3);
+
+	count_slow_path(outcome);
+	if (outcome == 1 || outcome == 3)
+		stat_tlab_refill(arg(ctx, 4), arg(ctx, 7), arg(ctx, 1), arg(ctx, 2));
+	else if (outcome == 2 || outcome == 4)
+		stat_outside(arg(ctx, 0), arg(ctx, 1), arg(ctx, 2));
+	/* start_ns 0: attached while this slow path ran, its time not taken. */
+	if (arg(ctx, 9))
+		hist(JT_H_SLOW_US, (__u64)arg(ctx, 5) / 1000);
+	else
+		count(JT_C_SLOW_EXIT_UNPAIRED, 1);
+	return 0;
+}
+
+struct plab_walk {
+	__u64 records;
+	__u64 step;
+};
+
+static long plab_record(__u32 i, void *ctx)
+{
+	struct plab_walk *w = ctx;
+	struct jt_plab_record r;
+
+	if (bpf_probe_read_user(&r, sizeof(r), (void *)(w->records + (__u64)i * w->step))) {
+		count(JT_C_PLAB_RECORDS_LOST, 1);
+		return 0;
+	}
+	switch (r.kind) {
+	case JT_PLAB_REC_ALLOC:
+		count(JT_C_PLABS, 1);
+		count(JT_C_PLAB_BYTES, r.bytes);
+		hist(JT_H_PLAB_BYTES, r.bytes);
+		break;
+	case JT_PLAB_REC_RETIRE:
+		count(JT_C_PLAB_WASTE_BYTES, r.bytes - r.used_bytes);
+		break;
+	case JT_PLAB_REC_DIRECT:
+		count(JT_C_PROMOTED_DIRECT, 1);
+		count(JT_C_PROMOTED_DIRECT_BYTES, r.bytes);
+		break;
+	}
+	return 0;
+}
+
+/* plab__batch(records, count, record_bytes, tid) */
+SEC("usdt")
+int plab__batch(struct pt_regs *ctx)
+{
+	struct plab_walk w = { .records = arg(ctx, 0), .step = (__u32)arg(ctx, 2) };
+	__u32 n = arg(ctx, 1);
+
+	count(JT_C_PLAB_BATCHES, 1);
+	if (w.step < sizeof(struct jt_plab_record)) { /* not the contract's layout */
+		count(JT_C_PLAB_RECORDS_LOST, n);
+		return 0;
+	}
+	if (n > 65536) { /* the VM flushes at 256: more is not a batch */
+		count(JT_C_PLAB_RECORDS_LOST, n);
+		return 0;
+	}
+	bpf_loop(n, plab_record, &w, 0);
 	return 0;
 }

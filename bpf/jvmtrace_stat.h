@@ -13,7 +13,8 @@
 /* Histograms, index of the `hists` array map. */
 enum jt_hist {
 	JT_H_TLAB_BYTES = 0,     /* new TLAB sizes */
-	JT_H_SLOW_US,            /* alloc__slow__enter -> exit, per thread, microseconds */
+	JT_H_SLOW_US,            /* allocation slow path, microseconds: alloc__slow's duration
+	                          * (the VM's clock), or alloc__slow__enter -> exit per thread */
 	JT_H_OUTSIDE_BYTES,      /* objects allocated outside any TLAB */
 	JT_H_PAUSE_YOUNG_US,     /* gc__pause__start -> end, kind young, microseconds */
 	JT_H_PAUSE_FULL_US,      /* ... kind full */
@@ -58,6 +59,8 @@ enum jt_counter {
 	JT_C_SLOW_EXIT_UNPAIRED, /* alloc__slow__exit with no remembered enter: its latency not measured */
 	JT_C_PAUSES,             /* gc__pause__end: stop-the-world pauses that ended */
 	JT_C_PAUSE_END_UNPAIRED, /* gc__pause__end with no remembered start: its length not measured */
+	JT_C_PLAB_BATCHES,       /* plab__batch hits: PLAB events reported together */
+	JT_C_PLAB_RECORDS_LOST,  /* batch records that could not be read: a drop */
 	JT_COUNTER_COUNT,
 };
 

@@ -13,15 +13,21 @@
 #define MAX_CLASSES 16384
 #define MAX_INFLIGHT 16384
 
+/* hists, counters and classes are per-CPU: every probe hit adds to them, and
+ * shared values would bounce one cache line between all the CPUs allocating.
+ * User space sums the CPUs' copies.  The adds stay atomic: a uprobe program
+ * runs with migration disabled but may be preempted, so two threads on one
+ * CPU can interleave on the same copy.  threads stays a shared hash: an entry
+ * has one writer (its thread), whose line moves only when it migrates. */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, JT_HIST_COUNT);
 	__type(key, __u32);
 	__type(value, struct jt_hist_val);
 } hists SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, JT_COUNTER_COUNT);
 	__type(key, __u32);
 	__type(value, __u64);
@@ -34,9 +40,12 @@ struct {
 	__type(value, struct jt_thread_val);
 } threads SEC(".maps");
 
+/* Not preallocated: preallocated per-CPU entries would take
+ * MAX_CLASSES x CPUs x 40 bytes (84 MB with 128 CPUs) whether used or not. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, MAX_CLASSES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64);
 	__type(value, struct jt_class_val);
 } classes SEC(".maps");
@@ -111,6 +120,10 @@ static __always_inline struct jt_thread_val *thread_val(void)
 	return t;
 }
 
+/* This CPU's copy of the class's entry.  The CPU that creates the entry
+ * (BPF_NOEXIST) sets name_len in its copy and the kernel zeroes the other
+ * CPUs' copies: user space takes the largest name_len, and the new-key
+ * notice carries it too. */
 static __always_inline struct jt_class_val *class_val(__u64 key, __u32 name_len)
 {
 	struct jt_class_val init = { .name_len = name_len };

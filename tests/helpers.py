@@ -12,8 +12,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 READY_MARK = "@@jvmtrace-tracing@@"
-# The jvmtrace probes (usdt/jvmtrace.d): the fixture fires each once a round.
+# Events a fixture round gives with the separate probe set (every probe of
+# usdt/jvmtrace.d but alloc__slow and plab__batch, each once a round), and
+# the options that choose that set.
 PROBES = 10
+SEPARATE = ("--probe-set", "separate")
 
 
 def run_checked(cmd, **kw):

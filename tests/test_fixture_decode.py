@@ -23,6 +23,8 @@ BEGIN {{ printf("{READY_MARK}\\n"); }}
 {p}promote__direct {{ printf("promote__direct %u %lu %lu %u %d\\n", arg0, arg1, arg2, arg3, arg4); }}
 {p}gc__pause__start {{ printf("gc__pause__start %u %s|%s %u %lu %lu\\n", arg0, str(arg1), str(arg2), arg3, arg4, arg5); }}
 {p}gc__pause__end {{ printf("gc__pause__end %u %s|%s %u %lu %lu\\n", arg0, str(arg1), str(arg2), arg3, arg4, arg5); }}
+{p}alloc__slow {{ printf("alloc__slow %lu %s %u %u %lu %lu\\n", arg0, str(arg1, arg2), arg2, arg3, arg4, arg5); }}
+{p}plab__batch {{ printf("plab__batch %u %u %d\\n", arg1, arg2, arg3); }}
 """
 
 
@@ -40,6 +42,8 @@ def expected(rounds, tid):
             f"promote__direct {i} {U64} {0x4000 + i} {i % 2} {tid}",
             f"gc__pause__start {i} Pause Sentinel {i % 7}|Sentinel cause {i % 4} {U64} {U64 - 2}",
             f"gc__pause__end {i} Pause Sentinel {i % 7}|Sentinel cause {i % 4} {U64 - 3} {U64 - 4}",
+            f"alloc__slow {i} {NAME} 16 {i % 6} {0x10000 + i if i % 6 in (1, 3) else 0} {0x500 + i % 256}",
+            f"plab__batch 3 48 {tid}",
         ]
     return out
 
@@ -80,14 +84,15 @@ def test_every_argument_decodes_exactly_with_libbpf(usdt_fixture):
     rounds = 25
     run = traced_run(lambda pid: [str(rawdump), "-p", str(pid), "-b", str(usdt_fixture)],
                      [str(usdt_fixture), "--wait-for", "stdin", "--rounds", str(rounds)],
-                     ready=lambda l: l.startswith("attached 10 probes"), stderr_ready=True)
+                     ready=lambda l: l.startswith("attached 12 probes"), stderr_ready=True)
     assert run.target_rc == 0, run.target_err
     tid = 0xf3f2f1f0 - (1 << 32)
-    got = []
+    got, stamps = [], []
     for line in run.trace_out:
-        name, _ts, _tid, args, *strs = line.split(" ", 4)
+        name, ts, _tid, args, *strs = line.split(" ", 4)
         vals = args.split("=", 1)[1].split(",")
         got.append((name, vals, " ".join(strs)))
+        stamps.append(int(ts.split("=")[1]))
     exp = []
     for i in range(rounds):
         cls = 'str0="Lsentinel/Klass;"'
@@ -105,6 +110,14 @@ def test_every_argument_decodes_exactly_with_libbpf(usdt_fixture):
              f'str0="Pause Sentinel {i % 7}" str1="Sentinel cause"'),
             ("gc__pause__end", [i, None, None, i % 4, U64 - 3, U64 - 4],
              f'str0="Pause Sentinel {i % 7}" str1="Sentinel cause"'),
+            # duration (5) and start_ns (9) are checked against the clock below
+            ("alloc__slow", [i, None, 16, i % 6, 0x10000 + i if i % 6 in (1, 3) else 0, 0x500 + i % 256, U64,
+                             U64 - 1 if i % 6 in (1, 3) else 0, U32, None, tid], cls),
+            ("plab__batch", [None, 3, 48, tid], ""),
+            # records: ts_ns, address, bytes, used_bytes, gc_id, tid, kind, dest
+            ("plab__batch.record", [None, U64, 0x2000, 0, i, tid, 0, i % 2], ""),
+            ("plab__batch.record", [None, U64, 0x2000, 0x1800, i, tid, 1, i % 2], ""),
+            ("plab__batch.record", [None, U64, 0x4000 + i, 0x4000 + i, i, tid, 2, i % 2], ""),
         ]
     assert len(got) == len(exp)
     for (gname, gvals, gstr), (ename, evals, estr) in zip(got, exp):
@@ -113,3 +126,12 @@ def test_every_argument_decodes_exactly_with_libbpf(usdt_fixture):
         for g, e in zip(gvals, evals):
             if e is not None:          # None: a pointer, checked through its string
                 assert int(g) == e, (gname, gvals, evals)
+    # The VM's clock is BPF's: alloc__slow's start lies before its hit, and a
+    # batch record's time before its batch's hit.
+    for k, ((gname, gvals, _), ts) in enumerate(zip(got, stamps)):
+        if gname == "alloc__slow":
+            start, duration = int(gvals[9]), int(gvals[5])
+            assert 0 < start and start + duration <= ts < start + 10**9, (start, duration, ts)
+        if gname == "plab__batch.record":
+            batch_ts = stamps[k - 1 - int(gvals[6])]
+            assert 0 < int(gvals[0]) <= batch_ts < int(gvals[0]) + 10**9

@@ -19,9 +19,50 @@ def catalogue_probes(path=REPO / "docs/probes.md"):
         if m and cur is not None:
             assert int(m.group(1)) == len(cur), f"argument numbering in docs/probes.md: {line}"
             cur.append((m.group(3).replace(" *", "*"), m.group(2)))
-        elif line.startswith("## "):
+        elif line.startswith("## ") or line.startswith("#### "):
             cur = None
     return probes
+
+
+def catalogue_plab_record(path=REPO / "docs/probes.md"):
+    """[(offset, field, type)] from the table under "#### `plab__batch`'s record"."""
+    fields, inside = [], False
+    for line in path.read_text().splitlines():
+        if line.startswith("#"):
+            inside = line.startswith("#### `plab__batch`'s record")
+            continue
+        m = re.match(r"\| (\d+) \| (\w+) \| ([^|]+?) \|", line)
+        if inside and m:
+            fields.append((int(m.group(1)), m.group(2), m.group(3).strip()))
+    return fields
+
+
+def contract_plab_record(path=REPO / "usdt/jvmtrace.d"):
+    """[(offset, field, type)] from the record layout in plab__batch's comment."""
+    fields, off = [], 0
+    for m in re.finditer(r"\*\s+(uint64_t|int32_t|uint32_t|uint8_t)\s+(\w+)(\[(\d+)\])?;", path.read_text()):
+        typ, name, n = m.group(1), m.group(2), int(m.group(4) or 1)
+        size = {"uint64_t": 8, "int32_t": 4, "uint32_t": 4, "uint8_t": 1}[typ] * n
+        fields.append((off, name, typ if n == 1 else f"{n} bytes"))
+        off += size
+    return fields, off
+
+
+def test_plab_record_layout_agrees():
+    """The batch record's layout: the contract's comment, the catalogue and
+    the BPF/user-space struct (bpf/jvmtrace_events.h) say the same."""
+    contract, size = contract_plab_record()
+    assert size == 48
+    assert catalogue_plab_record() == contract
+    header = (REPO / "bpf/jvmtrace_events.h").read_text()
+    body = re.search(r"struct jt_plab_record \{(.*?)\};", header, re.S).group(1)
+    c_fields, off = [], 0
+    for m in re.finditer(r"__([us])(\d+) (\w+)(\[(\d+)\])?;", body):
+        bits, name, n = int(m.group(2)), m.group(3), int(m.group(5) or 1)
+        c_fields.append((off, name))
+        off += bits // 8 * n
+    assert off == size
+    assert c_fields == [(o, f) for o, f, _ in contract]
 
 
 def test_contract_parses_and_has_the_required_probes():

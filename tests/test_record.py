@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BUILD_DIR
-from helpers import PROBES, LineReader, go_uptime_s, jfr_events, parse_gc_log, traced_run
+from helpers import PROBES, SEPARATE, LineReader, contract_probes, go_uptime_s, jfr_events, parse_gc_log, traced_run
 from test_jvm_probes import GCS, java_cmd, worker_tid
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
@@ -39,34 +39,40 @@ def record_run(target_cmd, out, *extra):
     return run
 
 
-def fixture_round(i):
-    """The fixture's round i, per usdt_fixture.cpp's header, as dump prints it."""
+def fixture_round(i, probe_set="separate"):
+    """The fixture's round i, per usdt_fixture.cpp's header, as dump prints it.
+    separate: every probe's own event; combined: alloc__slow's and
+    plab__batch's hits turned back into the events they stand for (a refill
+    only for outcomes 1 and 3), after the round's GC events."""
     gc = {"name": "SentinelGC", "cause": "Sentinel cause", "kind": i % 3}
     # the pause's name is copied while the probe fires: the fixture rewrites its buffer after each round
     pause = {"name": f"Pause Sentinel {i % 7}", "cause": "Sentinel cause", "kind": i % 4}
-    return [
-        ("tlab__refill", {"tlab_start": U64, "tlab_bytes": 0x10000 + i, "alloc_bytes": i, "class": NAME,
-                          "retired_waste_bytes": U64 - 1}),
-        ("alloc__slow__enter", {"alloc_bytes": i, "class": NAME}),
-        ("alloc__slow__exit", {"address": U64, "alloc_bytes": i, "outcome": i % 6, "gcs": U32}),
-        ("gc__start", {"gc_id": i, **gc, "heap_used": U64, "heap_committed": U64 - 2}),
-        ("gc__end", {"gc_id": i, **gc, "heap_used": U64 - 3, "heap_committed": U64 - 4}),
-        ("plab__alloc", {"gc_id": i, "plab_start": U64, "plab_bytes": 0x2000, "dest": i % 2}),
-        ("plab__retire", {"gc_id": i, "plab_start": U64, "plab_bytes": 0x2000, "used_bytes": 0x1800,
-                          "wasted_bytes": 0x800, "dest": i % 2}),
-        ("promote__direct", {"gc_id": i, "address": U64, "bytes": 0x4000 + i, "dest": i % 2}),
-        ("gc__pause__start", {"gc_id": i, **pause, "heap_used": U64, "heap_committed": U64 - 2}),
-        ("gc__pause__end", {"gc_id": i, **pause, "heap_used": U64 - 3, "heap_committed": U64 - 4}),
-    ]
+    refill = ("tlab__refill", {"tlab_start": U64, "tlab_bytes": 0x10000 + i, "alloc_bytes": i, "class": NAME,
+                               "retired_waste_bytes": U64 - 1})
+    enter = ("alloc__slow__enter", {"alloc_bytes": i, "class": NAME})
+    exit_ = ("alloc__slow__exit", {"address": U64, "alloc_bytes": i, "outcome": i % 6, "gcs": U32})
+    gcs = [("gc__start", {"gc_id": i, **gc, "heap_used": U64, "heap_committed": U64 - 2}),
+           ("gc__end", {"gc_id": i, **gc, "heap_used": U64 - 3, "heap_committed": U64 - 4})]
+    plabs = [("plab__alloc", {"gc_id": i, "plab_start": U64, "plab_bytes": 0x2000, "dest": i % 2}),
+             ("plab__retire", {"gc_id": i, "plab_start": U64, "plab_bytes": 0x2000, "used_bytes": 0x1800,
+                               "wasted_bytes": 0x800, "dest": i % 2}),
+             ("promote__direct", {"gc_id": i, "address": U64, "bytes": 0x4000 + i, "dest": i % 2})]
+    pauses = [("gc__pause__start", {"gc_id": i, **pause, "heap_used": U64, "heap_committed": U64 - 2}),
+              ("gc__pause__end", {"gc_id": i, **pause, "heap_used": U64 - 3, "heap_committed": U64 - 4})]
+    if probe_set == "separate":
+        return [refill, enter, exit_, *gcs, *plabs, *pauses]
+    return [*gcs, *pauses, enter, *([refill] if i % 6 in (1, 3) else []), exit_, *plabs]
 
 
-def test_fixture_stream_is_exact_under_four_threads(usdt_fixture, tmp_path):
+@pytest.mark.parametrize("probe_set", ["combined", "separate"])
+def test_fixture_stream_is_exact_under_four_threads(usdt_fixture, tmp_path, probe_set):
     """Every event of 4 threads x 3000 rounds, each argument, in each thread's
-    order; names read once; report's counts agree."""
+    order; names read once; report's counts agree.  With either probe set."""
     threads, rounds = 4, 3000
     out = tmp_path / "fx.jvmtrace"
     run = record_run([str(usdt_fixture), "--wait-for", "stdin", "--real-tid", "--threads", str(threads),
-                      "--rounds", str(rounds), "--linger", "300"], out, "-b", usdt_fixture)
+                      "--rounds", str(rounds), "--linger", "300"], out, "-b", usdt_fixture,
+                     "--probe-set", probe_set)
     assert run.target_rc == 0, run.target_err
     r, recs = dump_json(out)
     assert r.returncode == 0, r.stderr
@@ -75,17 +81,25 @@ def test_fixture_stream_is_exact_under_four_threads(usdt_fixture, tmp_path):
     for e in events:
         per_thread[e["tid"]].append(e)
     assert len(per_thread) == threads
-    expected = [ev for i in range(rounds) for ev in fixture_round(i)]
+    expected = [ev for i in range(rounds) for ev in fixture_round(i, probe_set)]
     for tid, evs in per_thread.items():
         assert [(e["probe"], e["args"]) for e in evs] == expected, f"thread {tid}"
-        ts = [e["ts_ns"] for e in evs]
+        # In time order, but for the slow path's start (combined: the VM's
+        # clock at its entry, before the round's last GC events were stored)
+        ts = [e["ts_ns"] for e in evs if e["probe"] != "alloc__slow__enter" or probe_set == "separate"]
         assert ts == sorted(ts)
+        if probe_set == "combined":  # each start lies before its exit, within the fixture's duration
+            starts = [e["ts_ns"] for e in evs if e["probe"] == "alloc__slow__enter"]
+            exits = [e["ts_ns"] for e in evs if e["probe"] == "alloc__slow__exit"]
+            assert all(0 < x - s < 10**8 for s, x in zip(starts, exits))
         assert {e["thread"] for e in evs} == {"usdt_fixture"}
+    meta = next(x for x in recs if x["type"] == "meta")
+    assert meta["probe_set"] == probe_set
     end = next(x for x in recs if x["type"] == "end")
-    assert (end["events"], end["lost"], end["reason"]) == (threads * rounds * PROBES, 0, "target exited")
+    assert (end["events"], end["lost"], end["reason"]) == (threads * len(expected), 0, "target exited")
     assert recs[-1]["status"] == "complete"
     rep = json.loads(jvmtrace("report", "--json", out).stdout)
-    assert rep["events_by_probe"] == {p: threads * rounds for p, _ in fixture_round(0)}
+    assert rep["events_by_probe"] == {p: threads * n for p, n in Counter(p for p, _ in expected).items()}
     assert rep["slow_path_outcomes"] == {
         name: threads * sum(1 for i in range(rounds) if i % 6 == o)
         for o, name in enumerate(["failed", "new_tlab", "outside_tlab", "new_tlab_after_gc",
@@ -238,8 +252,7 @@ def test_recorder_killed_leaves_a_readable_trace(jdks, java_classes, tmp_path):
 def links_and_uprobes():
     links = subprocess.run(["bpftool", "-j", "link", "show"], capture_output=True, text=True, check=True)
     progs = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True, check=True)
-    names = {"tlab__refill", "alloc__slow__enter", "alloc__slow__exit", "gc__start", "gc__end", "plab__alloc",
-             "plab__retire", "promote__direct", "gc__pause__start", "gc__pause__end"}  # full names, from BTF
+    names = set(contract_probes())  # full names, from BTF
     ours = sorted(p["name"] for p in json.loads(progs.stdout or "[]") if p.get("name", "") in names)
     tracefs = "/sys/kernel/tracing/uprobe_events"
     uprobes = open(tracefs).read() if os.path.exists(tracefs) else ""
@@ -258,7 +271,9 @@ def test_attach_and_detach_leave_nothing_behind(jdks, java_classes, tmp_path):
         proc.stdin.write("go\n")
         proc.stdin.flush()
         time.sleep(1)
-        assert len(links_and_uprobes()[1]) == PROBES, "all the programs loaded while recording"
+        # auto: the combined set (alloc__slow, plab__batch) and the GC and pause probes
+        assert links_and_uprobes()[1] == ["alloc__slow", "gc__end", "gc__pause__end", "gc__pause__start",
+                                          "gc__start", "plab__batch"], "all the programs loaded while recording"
         rec.send_signal(signal.SIGINT)
         err = finish(rec)
         assert rec.returncode == 0 and "interrupted" in err, err
@@ -337,7 +352,7 @@ def test_segments_rotate_each_reads_alone_and_only_the_newest_are_kept(usdt_fixt
     threads, rounds = 2, 60000
     base = tmp_path / "seg.jvmtrace"
     run = record_run([str(usdt_fixture), "--wait-for", "stdin", "--real-tid", "--threads", str(threads),
-                      "--rounds", str(rounds), "--linger", "300"], base, "-b", usdt_fixture, "--segment-mb", "1",
+                      "--rounds", str(rounds), "--linger", "300"], base, "-b", usdt_fixture, *SEPARATE, "--segment-mb", "1",
                      "--keep", "3", "--block-kb", "64")
     assert run.target_rc == 0, run.target_err
     files = sorted(tmp_path.glob("seg.*.jvmtrace"))
@@ -369,7 +384,7 @@ def test_segments_rotate_each_reads_alone_and_only_the_newest_are_kept(usdt_fixt
 def fixture_record(usdt_fixture, out, *extra, rounds=200):
     """Records the fixture's rounds into out; returns the TraceRun."""
     return record_run([str(usdt_fixture), "--wait-for", "stdin", "--real-tid", "--rounds", str(rounds),
-                       "--linger", "200"], out, "-b", usdt_fixture, *map(str, extra))
+                       "--linger", "200"], out, "-b", usdt_fixture, *SEPARATE, *map(str, extra))
 
 
 def test_output_is_never_followed_or_written_through(usdt_fixture, tmp_path):

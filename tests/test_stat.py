@@ -4,7 +4,10 @@ patched JVM, and clear errors on bad input."""
 import json
 import math
 import os
+import signal
 import subprocess
+
+import pytest
 from collections import Counter
 
 from conftest import BUILD_DIR
@@ -16,7 +19,7 @@ U64 = 0xf7f6f5f4f3f2f1f0
 M64 = (1 << 64) - 1
 
 
-def stat_run(target_cmd, *extra, attached="Attached 10 probes"):
+def stat_run(target_cmd, *extra, attached="Attached "):
     run = traced_run(lambda pid: [str(JVMTRACE), "stat", "-p", str(pid), "--json", *extra], target_cmd,
                      ready=lambda l: l.startswith(attached), stderr_ready=True)
     reports = [json.loads(l) for l in run.trace_out if l.startswith("{")]
@@ -32,16 +35,26 @@ def hist_slots(h):
     return {slot(b["low"]) if b["low"] else 0: b["count"] for b in h["buckets"] if b["count"]}
 
 
-def test_fixture_counts_and_histograms_are_exact_under_four_threads(usdt_fixture):
+@pytest.mark.parametrize("probe_set", ["combined", "separate"])
+def test_fixture_counts_and_histograms_are_exact_under_four_threads(usdt_fixture, probe_set):
+    """Both probe sets: separate (the fixture fires tlab__refill every round,
+    whatever alloc__slow__exit's outcome) and combined (alloc__slow: a refill
+    for outcomes 1 and 3 only; plab__batch: three records a round)."""
     threads, rounds = 4, 5000
+    banner = {"combined": "Attached 6 probes (combined", "separate": "Attached 10 probes (separate)"}[probe_set]
     run, r = stat_run([str(usdt_fixture), "--wait-for", "stdin", "--real-tid", "--threads", str(threads),
-                       "--rounds", str(rounds)], "-b", str(usdt_fixture))
+                       "--rounds", str(rounds)], "-b", str(usdt_fixture), "--probe-set", probe_set,
+                      attached=banner)
     assert run.target_rc == 0, run.target_err
+    assert r["probe_set"] == probe_set
     c, n = r["counters"], threads * rounds
     rng = range(rounds)
+    refilled = [i for i in rng if probe_set == "separate" or i % 6 in (1, 3)]
+    n_refills = threads * len(refilled)
     exp = {
-        "tlab_refills": n, "tlab_bytes": threads * sum(0x10000 + i for i in rng),
-        "tlab_waste_bytes": (n * (U64 - 1)) & M64,
+        "tlab_refills": n_refills, "tlab_bytes": threads * sum(0x10000 + i for i in refilled),
+        "tlab_waste_bytes": (n_refills * (U64 - 1)) & M64,
+        "plab_batches": n if probe_set == "combined" else 0, "plab_records_lost": 0,
         "slow_paths": n, "slow_failed": threads * sum(i % 6 == 0 for i in rng),
         "slow_after_gc": threads * sum(i % 6 in (3, 4) for i in rng),
         "outside_allocs": threads * sum(i % 6 in (2, 4) for i in rng),
@@ -56,11 +69,13 @@ def test_fixture_counts_and_histograms_are_exact_under_four_threads(usdt_fixture
     # pause pairing is by id: every thread fires start then end back to back.
     assert c["gc_starts"] == c["gc_ends"] == n
     h = r["histograms"]
-    assert hist_slots(h["tlab_size"]) == {16: n}                      # 0x10000 + i < 2^17
+    assert hist_slots(h["tlab_size"]) == {16: n_refills}              # 0x10000 + i < 2^17
     assert hist_slots(h["plab_size"]) == {13: n}                      # 0x2000
     assert hist_slots(h["outside_tlab_size"]) == dict(
         Counter(slot(i) for i in rng if i % 6 in (2, 4) for _ in range(threads)))
     assert h["slow_path_latency"]["total"] == n
+    if probe_set == "combined":  # the VM-measured 0x500 + i % 256 ns: 1 us each
+        assert hist_slots(h["slow_path_latency"]) == {0: n}
     # Every gc__pause__end is measured or counted as unpaired (ids repeat
     # across the threads, so one thread's start can replace another's); every
     # pause kind in its histogram; no other loss.
@@ -74,10 +89,86 @@ def test_fixture_counts_and_histograms_are_exact_under_four_threads(usdt_fixture
     assert (c["gc_inflight_full_drops"], c["slow_exits_without_enter"], c["malformed_notices"]) == (0, 0, 0), c
     # One class (the sentinel name), four threads with a quarter each.
     assert [(x["class"], x["tlab_refills"], x["outside_allocs"]) for x in r["classes"]] == \
-        [("Lsentinel/Klass;", n, exp["outside_allocs"])]
-    assert sorted(t["tlab_refills"] for t in r["threads"]) == [rounds] * threads
+        [("Lsentinel/Klass;", n_refills, exp["outside_allocs"])]
+    assert sorted(t["tlab_refills"] for t in r["threads"]) == [len(refilled)] * threads
     # Named through the new-key notices, while the threads ran (they are gone now).
     assert {t["comm"] for t in r["threads"]} == {"usdt_fixture"}
+
+
+def bpf_maps_of(pid):
+    """map_id of each BPF map process pid holds, by (map_type, value_size, max_entries)."""
+    maps = {}
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            info = dict(l.split(":", 1) for l in open(f"/proc/{pid}/fdinfo/{fd}") if ":" in l)
+        except OSError:
+            continue
+        if "map_id" in info:
+            maps[tuple(int(info[k]) for k in ("map_type", "value_size", "max_entries"))] = int(info["map_id"])
+    return maps
+
+
+def percpu_values(map_id, key):
+    """Each possible CPU's copy of key's value (bytes) in a per-CPU map."""
+    out = subprocess.run(["bpftool", "-j", "map", "lookup", "id", str(map_id), "key", *map(str, key)],
+                         capture_output=True, text=True, check=True).stdout
+    return [bytes(int(b, 16) for b in v["value"]) for v in json.loads(out)["values"]]
+
+
+def test_per_cpu_copies_are_summed(usdt_fixture):
+    """counters, hists and classes are per-CPU maps: with one fixture thread
+    pinned to each CPU, every CPU's copy holds exactly its thread's share
+    (read with bpftool while stat is attached), and stat reports their sum;
+    the class name's length is in the creating CPU's copy only."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("needs 2 CPUs")
+    threads, rounds = min(len(cpus), 8), 4000
+    fx = subprocess.Popen([str(usdt_fixture), "--wait-for", "stdin", "--real-tid", "--pin", "--threads",
+                           str(threads), "--rounds", str(rounds), "--linger", "60000"],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stat = None
+    try:
+        fx_out, fx_err = LineReader(fx.stdout), LineReader(fx.stderr)
+        pid = int(fx_out.wait_for(lambda l: l.startswith("ready "), 60, "ready").split()[1])
+        stat = subprocess.Popen([str(JVMTRACE), "stat", "-p", str(pid), "--json", "-b", str(usdt_fixture),
+                                 "--probe-set", "separate"],  # a refill every round
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        LineReader(stat.stderr).wait_for(lambda l: l.startswith("Attached 10 probes"), 60, "attach")
+        fx.stdin.write("go\n")
+        fx.stdin.close()
+        fx_out.wait_for(lambda l: l.startswith("fired"), 120, "the fixture to fire")
+        ran_on = sorted(int(l.split()[-1]) for l in fx_err.drain() if l.startswith("thread "))
+        assert ran_on == cpus[:threads], ran_on
+        # The fixture lingers: the maps hold their final figures.
+        maps = bpf_maps_of(stat.pid)
+        counters = maps[(6, 8, 24)]     # BPF_MAP_TYPE_PERCPU_ARRAY, u64, JT_COUNTER_COUNT
+        classes = maps[(5, 40, 16384)]  # BPF_MAP_TYPE_PERCPU_HASH, jt_class_val
+        refills = [int.from_bytes(v, "little") for v in percpu_values(counters, [0, 0, 0, 0])]
+        assert [refills[c] for c in cpus[:threads]] == [rounds] * threads, refills
+        key = list(json.loads(subprocess.run(["bpftool", "-j", "map", "dump", "id", str(classes)],
+                                             capture_output=True, text=True, check=True).stdout)[0]["key"])
+        per_cpu = [(int.from_bytes(v[0:8], "little"), int.from_bytes(v[32:36], "little"))
+                   for v in percpu_values(classes, [int(b, 16) for b in key])]
+        assert [per_cpu[c][0] for c in cpus[:threads]] == [rounds] * threads, per_cpu
+        assert sorted(n for _, n in per_cpu if n) == [16], per_cpu
+        stat.send_signal(signal.SIGINT)
+        out, err = stat.communicate(timeout=60)
+    finally:
+        for p in (fx, stat):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+    r = json.loads([l for l in out.splitlines() if l.startswith("{")][-1])
+    n, c, h = threads * rounds, r["counters"], r["histograms"]
+    assert (c["tlab_refills"], c["slow_paths"], c["plabs"], c["gc_starts"], c["promoted_direct"]) == (n,) * 5, c
+    assert c["tlab_bytes"] == threads * sum(0x10000 + i for i in range(rounds))
+    assert c["plab_bytes"] == n * 0x2000 and c["map_full_drops"] == 0
+    assert h["tlab_size"]["total"] == h["plab_size"]["total"] == h["slow_path_latency"]["total"] == n
+    assert h["tlab_size"]["sum"] == c["tlab_bytes"]
+    outside = threads * sum(i % 6 in (2, 4) for i in range(rounds))
+    assert [(x["class"], x["tlab_refills"], x["tlab_bytes"], x["outside_allocs"]) for x in r["classes"]] == \
+        [("Lsentinel/Klass;", n, c["tlab_bytes"], outside)]
 
 
 def test_jvm_counts_equal_jfr_and_gc_log(jdks, java_classes, tmp_path):
@@ -137,7 +228,7 @@ def test_no_slow_path_attaches_only_the_other_probes(usdt_fixture):
     everything else is counted exactly as before."""
     rounds = 3000
     run = traced_run(lambda pid: [str(JVMTRACE), "stat", "-p", str(pid), "--json", "--no-slow-path",
-                                  "-b", str(usdt_fixture)],
+                                  "--probe-set", "separate", "-b", str(usdt_fixture)],
                      [str(usdt_fixture), "--wait-for", "stdin", "--rounds", str(rounds)],
                      ready=lambda l: l.startswith("Attached 8 probes") and "slow-path probes left detached" in l,
                      stderr_ready=True)
@@ -160,7 +251,7 @@ def test_interval_reports_grow_and_duration_stops_it(jdks, java_classes):
         LineReader(proc.stdout).wait_for(lambda l: l.startswith("ready"), 60, "ready")
         stat = subprocess.Popen([str(JVMTRACE), "stat", "-p", str(proc.pid), "--json", "-i", "1", "-d", "2.5"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        LineReader(stat.stderr).wait_for(lambda l: l.startswith("Attached 10 probes"), 60, "attach")
+        LineReader(stat.stderr).wait_for(lambda l: l.startswith("Attached 6 probes (combined"), 60, "attach")
         proc.stdin.write("go\n")
         proc.stdin.flush()
         t0 = time.monotonic()
@@ -202,7 +293,7 @@ def test_loss_counters_in_text_json_and_prometheus(usdt_fixture):
                       (None, lambda k: f"  {k:<24} 0")):
         run = traced_run(lambda pid: [str(JVMTRACE), "stat", "-p", str(pid), "-b", str(usdt_fixture),
                                       *([fmt] if fmt else [])], target,
-                         ready=lambda l: l.startswith("Attached 10 probes"), stderr_ready=True)
+                         ready=lambda l: l.startswith("Attached 6 probes"), stderr_ready=True)
         for k in LOSS_COUNTERS:
             assert line(k).replace("{pid}", str(run.pid)) in run.trace_out, (fmt, k, run.trace_out[:30])
 
@@ -217,4 +308,4 @@ def test_numeric_options_at_their_edges(usdt_fixture):
         assert r.returncode == 2 and msg in r.stderr, (opt, val, r.stderr)
     run, r = stat_run([str(usdt_fixture), "--wait-for", "stdin", "--rounds", "10"], "-b", str(usdt_fixture),
                       "--top", "100000", "-i", "1e7", "-d", "1e7")
-    assert run.target_rc == 0 and r["counters"]["tlab_refills"] == 10, run.trace_err
+    assert run.target_rc == 0 and r["counters"]["slow_paths"] == 10, run.trace_err

@@ -5,7 +5,7 @@ import json
 import subprocess
 
 from conftest import BUILD_DIR, REPO
-from helpers import PROBES, traced_run
+from helpers import PROBES, SEPARATE, traced_run
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
 
@@ -21,7 +21,7 @@ def test_property_roundtrip_cuts_and_damage():
 def small_trace(usdt_fixture, path):
     # --stacks: the trace holds stack records too (the fixture's own frames).
     traced_run(lambda pid: [str(JVMTRACE), "record", "-p", str(pid), "-b", str(usdt_fixture), "-o", str(path),
-                            "-q", "--block-kb", "1", "--stacks"],
+                            "-q", "--block-kb", "1", "--stacks", *SEPARATE],
                [str(usdt_fixture), "--wait-for", "stdin", "--real-tid", "--rounds", "40", "--linger", "200"],
                ready=lambda l: l.startswith("Recording PID"), stderr_ready=True)
     return path.read_bytes()

@@ -42,6 +42,25 @@ provider jvmtrace {
 	probe alloc__slow__exit(uint64_t address, uint64_t alloc_bytes,
 	    uint32_t outcome, uint32_t gcs, int32_t tid);
 
+	/* One allocation slow path, reported once as it returns: what
+	 * alloc__slow__enter, tlab__refill and alloc__slow__exit report
+	 * together, and its duration measured inside the VM.  Fires where
+	 * alloc__slow__exit fires, on the allocating thread.  stat and record
+	 * attach this one probe instead of those three (one hit, not three).
+	 * outcome, gcs, address: as alloc__slow__exit.
+	 * tlab_bytes: the new TLAB's size for outcomes 1 and 3 (the object is
+	 *   its first, at address), else 0.
+	 * duration_ns: the slow path's time, end - start_ns, both read with
+	 *   os::javaTimeNanos() (CLOCK_MONOTONIC: the clock of
+	 *   bpf_ktime_get_ns() and bpftrace's nsecs); 0 when start_ns is 0.
+	 * retired_waste_bytes: as tlab__refill's, for outcomes 1 and 3, else 0.
+	 * start_ns: CLOCK_MONOTONIC at slow-path entry, read only if this
+	 *   probe was attached then; 0 if not (attached mid-slow-path). */
+	probe alloc__slow(uint64_t alloc_bytes, const char *class_name,
+	    uint32_t class_name_len, uint32_t outcome, uint64_t tlab_bytes,
+	    uint64_t duration_ns, uint64_t address, uint64_t retired_waste_bytes,
+	    uint32_t gcs, uint64_t start_ns, int32_t tid);
+
 	/* Collections ----------------------------------------------------- */
 
 	/* kind: 0 young pause, 1 full pause, 2 concurrent cycle.
@@ -67,6 +86,29 @@ provider jvmtrace {
 	 * PLAB could be had). */
 	probe promote__direct(uint32_t gc_id, uint64_t address, uint64_t bytes,
 	    uint32_t dest, int32_t tid);
+
+	/* PLAB events of one GC thread, batched in the VM: what plab__alloc,
+	 * plab__retire and promote__direct report, one record each, count
+	 * records of record_bytes bytes at address records, valid only while
+	 * the probe fires.  A record (fields are only ever appended; a reader
+	 * steps by record_bytes):
+	 *     uint64_t ts_ns;        CLOCK_MONOTONIC when the event happened
+	 *     uint64_t address;      PLAB start, or the copied object
+	 *     uint64_t bytes;        PLAB size, or the object's size
+	 *     uint64_t used_bytes;   retire: used (wasted = bytes - used_bytes)
+	 *     uint32_t gc_id;
+	 *     int32_t  tid;          the thread that handed out/retired/copied
+	 *     uint8_t  kind;         0 plab__alloc, 1 plab__retire,
+	 *                            2 promote__direct
+	 *     uint8_t  dest;         0 young/survivor, 1 old
+	 *     uint8_t  pad[6];       48 bytes in all
+	 * A thread's batch is flushed when it holds 256 records, and every
+	 * batch at the end of each collection (on the VM thread, before its
+	 * gc__end and its gc__pause__end): a collection's records all arrive
+	 * before its end.  Records are kept only while this probe is attached;
+	 * tid is the flushing thread. */
+	probe plab__batch(uint64_t records, uint32_t count,
+	    uint32_t record_bytes, int32_t tid);
 
 	/* Stop-the-world pauses ------------------------------------------- */
 

@@ -116,7 +116,8 @@ bool check_target(const char* cmd, pid_t pid, const std::string& binary, Target*
     std::fprintf(stderr, "%s: cannot read %s: %s\n", cmd, t->binary.c_str(), std::strerror(errno));
     return false;
   }
-  t->has_probes = has_usdt_provider(t->binary, "jvmtrace");
+  t->probes = usdt_probe_names(t->binary, "jvmtrace");
+  t->has_probes = !t->probes.empty();
   return true;
 }
 

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <set>
 #include <string>
 
 namespace jvmtrace {
@@ -32,6 +33,7 @@ struct Target {
   pid_t pid = 0;
   std::string binary;  // the ELF file the probes are in
   bool has_probes = false;
+  std::set<std::string> probes;  // the jvmtrace probes it declares
 };
 bool check_target(const char* cmd, pid_t pid, const std::string& binary, Target* t);
 

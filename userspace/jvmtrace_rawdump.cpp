@@ -5,7 +5,9 @@
 // including those beyond bpftrace 0.17's arg5), for checking a patched JVM or
 // the test fixture.  Lines look like
 //   gc__start ts=123 tid=4242 args=7,0x7f..,0x7f..,0,123,456 str0="G1New" str1="System.gc()"
-// and the last line on stderr is "events N dropped D".
+// and the last line on stderr is "events N dropped D".  A plab__batch hit is
+// followed by one "plab__batch.record" line per record it carries, with
+// args=ts_ns,address,bytes,used_bytes,gc_id,tid,kind,dest.
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <signal.h>
@@ -74,10 +76,30 @@ int on_event(void* ctx, void* data, size_t size) {
   auto* p = static_cast<Printer*>(ctx);
   if (size < sizeof(jt_raw_event)) return 0;
   const auto* e = static_cast<const jt_raw_event*>(data);
-  if (e->probe >= JT_PROBE_COUNT) return 0;
-  std::printf("%s ts=%llu tid=%u args=", kProbeNames[e->probe], (unsigned long long)e->ts_ns, e->tid);
-  for (int i = 0; i < kProbeArgs[e->probe]; i++) {
-    if (i == kTidArg[e->probe])
+  const char* name;
+  int nargs, tid_arg;
+  if (e->probe < JT_PROBE_COUNT) {
+    name = kProbeNames[e->probe];
+    nargs = kProbeArgs[e->probe];
+    tid_arg = kTidArg[e->probe];
+  } else if (e->probe == JT_K_ALLOC_SLOW) {
+    name = "alloc__slow";
+    nargs = 11;
+    tid_arg = 10;
+  } else if (e->probe == JT_K_PLAB_BATCH) {
+    name = "plab__batch";
+    nargs = 4;
+    tid_arg = 3;
+  } else if (e->probe == JT_RAW_PLAB_RECORD) {  // ts_ns, address, bytes, used_bytes, gc_id, tid, kind, dest
+    name = "plab__batch.record";
+    nargs = 8;
+    tid_arg = 5;
+  } else {
+    return 0;
+  }
+  std::printf("%s ts=%llu tid=%u args=", name, (unsigned long long)e->ts_ns, e->tid);
+  for (int i = 0; i < nargs; i++) {
+    if (i == tid_arg)
       std::printf("%s%lld", i ? "," : "", (long long)e->args[i]);
     else
       std::printf("%s%llu", i ? "," : "", (unsigned long long)e->args[i]);

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -47,6 +48,7 @@ struct Options {
   long buffer_mb = 16;
   long block_kb = 256;
   std::string mode = "auto";
+  std::string probe_set = "auto";  // usdt: combined, separate, or auto (combined if the JVM has it)
   double segment_mb = 0;       // rotate at this size; 0: not by size
   double segment_seconds = 0;  // rotate at this age; 0: not by time
   long keep = 0;        // segments kept (oldest deleted); 0: all
@@ -64,7 +66,7 @@ void usage(FILE* out) {
                "       jvmtrace record -o FILE [OPTIONS] -- COMMAND [ARGS...]\n"
                "OPTIONS: [-d SEC] [--mode auto|usdt|stock] [--buffer-mb N] [--segment-mb N]\n"
                "         [--segment-seconds S] [--keep N] [--block-kb N] [--stacks [--perfmap-seconds S]]\n"
-               "         [-q|--progress] [--launch-timeout S] [-v]\n"
+               "         [-q|--progress] [--probe-set auto|combined|separate] [--launch-timeout S] [-v]\n"
                "Records every jvmtrace probe hit of a JVM (TLAB refills, slow-path\n"
                "allocations, GCs, PLABs, direct promotions) into a compact trace file, until\n"
                "Ctrl-C, -d, or the JVM's exit.  Events the kernel could not queue are counted,\n"
@@ -93,6 +95,10 @@ void usage(FILE* out) {
                "      --mode MODE       usdt: the jvmtrace probes of a patched JVM; stock: uprobes on an\n"
                "                        unpatched HotSpot's own functions (fewer events: docs/stock-mode.md);\n"
                "                        auto (default): usdt if the JVM has the probes, else stock\n"
+               "      --probe-set SET   usdt: combined, one probe hit per allocation slow path (alloc__slow)\n"
+               "                        and per batch of PLAB events (plab__batch); separate, the probes of\n"
+               "                        each site (three hits per TLAB refill, two per PLAB); auto (default):\n"
+               "                        combined if the JVM has it.  The trace holds the same events either way\n"
                "      --stacks          also the user stack of each TLAB refill and slow-path entry, for\n"
                "                        'jvmtrace flame'.  Java frames need the JVM started with\n"
                "                        -XX:+PreserveFramePointer; they are named from its perf map, which\n"
@@ -208,9 +214,11 @@ class Recorder {
 
  private:
   void add(const jt_event& k, size_t size) {
-
     const bool has_stack = k.probe & JT_EVENT_HAS_STACK;
     const uint16_t probe = k.probe & ~JT_EVENT_HAS_STACK;
+    if (probe == JT_K_PLAB_BATCH) return add_plab_batch(k, size, has_stack);
+    flush_plab_events();
+    if (probe == JT_K_ALLOC_SLOW) return add_alloc_slow(k, size, has_stack);
     const bool pause = probe == JT_GC_PAUSE_START || probe == JT_GC_PAUSE_END;
     if (probe >= JT_PROBE_COUNT || k.nargs > JT_EVENT_MAX_ARGS ||
         size < static_cast<size_t>(JT_EVENT_SIZE(k.nargs + (has_stack ? 1 : 0))) ||
@@ -255,6 +263,109 @@ class Recorder {
     w_->event(e);
     if (has_stack) w_->event_stack(stack(static_cast<int64_t>(k.args[k.nargs])));
   }
+
+  // alloc__slow (usdt/jvmtrace.d): the events of the three probes it stands
+  // for, as they would have been recorded: the enter at the slow path's
+  // start (the VM's clock is the kernel's CLOCK_MONOTONIC; none if it was
+  // not measured, as when an attach comes mid-slow-path), the refill (new
+  // TLAB outcomes) and the exit at this hit.  The one stack goes with the
+  // enter and the refill.
+  void add_alloc_slow(const jt_event& k, size_t size, bool has_stack) {
+    if (k.nargs != 10 || size < static_cast<size_t>(JT_EVENT_SIZE(k.nargs + (has_stack ? 1 : 0)))) {
+      malformed_++;
+      return;
+    }
+    const uint64_t alloc_bytes = k.args[0], outcome = k.args[3], tlab_bytes = k.args[4], address = k.args[6],
+                   waste = k.args[7], gcs = k.args[8], start_ns = k.args[9];
+    const uint64_t cls = klass(k.args[1], k.args[2]);
+    const int64_t stack_id = has_stack ? stack(static_cast<int64_t>(k.args[10])) : -1;
+    trace::Event e;
+    e.thread = thread(k.tid);
+    if (start_ns) {
+      e.ts_ns = start_ns;
+      e.probe = JT_ALLOC_SLOW_ENTER;
+      e.a[0] = alloc_bytes;
+      e.a[1] = cls;
+      w_->event(e);
+      if (has_stack) w_->event_stack(stack_id);
+    }
+    e = trace::Event{};
+    e.thread = thread(k.tid);
+    e.ts_ns = k.ts_ns;
+    if (outcome == 1 || outcome == 3) {
+      e.probe = JT_TLAB_REFILL;
+      e.a[0] = address;
+      e.a[1] = tlab_bytes;
+      e.a[2] = alloc_bytes;
+      e.a[3] = cls;
+      e.a[5] = waste;
+      w_->event(e);
+      if (has_stack) w_->event_stack(stack_id);
+      e.a[1] = e.a[3] = e.a[5] = 0;
+    }
+    e.probe = JT_ALLOC_SLOW_EXIT;
+    e.a[0] = address;
+    e.a[1] = alloc_bytes;
+    e.a[2] = outcome;
+    e.a[3] = gcs;
+    w_->event(e);
+  }
+
+  // plab__batch: each record becomes the plab__alloc, plab__retire or
+  // promote__direct event it stands for, at its own time and thread.  The
+  // events wait until the next record that is not a batch (the
+  // collection's gc__end or gc__pause__end at the latest: the VM flushes
+  // every batch before those) and are then written in time order: a PLAB is
+  // often retired by another thread than the one it was handed out to, and
+  // the two threads' batches arrive in either order.
+  void add_plab_batch(const jt_event& k, size_t size, bool has_stack) {
+    const size_t head = JT_EVENT_SIZE(3);
+    if (has_stack || k.nargs != 3 || size < head) {
+      malformed_++;
+      return;
+    }
+    const uint64_t count = k.args[1], step = k.args[2];
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(&k) + head;
+    const size_t avail = size - head;
+    if (step < JT_PLAB_RECORD_BYTES) {  // not the contract's layout: every record lost
+      malformed_ += count;
+      return;
+    }
+    const uint64_t n = std::min<uint64_t>(count, avail / step);
+    for (uint64_t i = 0; i < n; i++) {
+      jt_plab_record r;
+      std::memcpy(&r, p + i * step, sizeof r);
+      trace::Event e;
+      e.ts_ns = r.ts_ns;
+      e.thread = thread(static_cast<uint32_t>(r.tid));
+      e.a[0] = r.gc_id;
+      e.a[1] = r.address;
+      e.a[2] = r.bytes;
+      switch (r.kind) {
+        case JT_PLAB_REC_ALLOC:
+          e.probe = JT_PLAB_ALLOC;
+          e.a[3] = r.dest;
+          break;
+        case JT_PLAB_REC_RETIRE:
+          e.probe = JT_PLAB_RETIRE;
+          e.a[3] = r.used_bytes;
+          e.a[4] = r.bytes - r.used_bytes;
+          e.a[5] = r.dest;
+          break;
+        case JT_PLAB_REC_DIRECT:
+          e.probe = JT_PROMOTE_DIRECT;
+          e.a[3] = r.dest;
+          break;
+        default:
+          malformed_++;
+          continue;
+      }
+      pending_plab_.push_back(e);
+    }
+    malformed_ += count - n;  // cut in the kernel, or unreadable there: lost, counted
+  }
+
+  std::vector<trace::Event> pending_plab_;  // from batches, not yet written
 
   // The trace's id for the kernel's stack id kid (reading and naming the
   // stack the first time), or -1 when none was captured.
@@ -380,6 +491,14 @@ class Recorder {
   std::function<void()> before_first_;
 
  public:
+  // Writes the PLAB events of batches still waiting, in time order.
+  void flush_plab_events() {
+    if (pending_plab_.empty()) return;
+    std::stable_sort(pending_plab_.begin(), pending_plab_.end(),
+                     [](const trace::Event& a, const trace::Event& b) { return a.ts_ns < b.ts_ns; });
+    for (const trace::Event& e : pending_plab_) w_->event(e);
+    pending_plab_.clear();
+  }
   // Called once, before the first event's records are written.
   void before_first_record(std::function<void()> f) { before_first_ = std::move(f); }
   void capture_stacks(StackSymbolizer* s, int map_fd) {
@@ -459,6 +578,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_o
   bpf_map* stacks = nullptr;  // --stacks: the stack map
   const volatile __u64* dropped = nullptr;  // the BPF side's drop count (mmapped .bss)
   volatile __u32* stopped = nullptr;        // set: every program stops emitting at once
+  ProbeSet probe_set = ProbeSet::kSeparate;
   int loaded = -1;
   if (stock) {
     stock_skel.reset(jvmtrace_stock__open());
@@ -478,8 +598,14 @@ int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_o
       stacks = stock_skel->maps.stacks;
     }
   } else {
+    if (!choose_probe_set(o.probe_set, target.probes, &probe_set, &error)) {
+      std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
+      writer.discard();
+      return 1;
+    }
     usdt_skel.reset(jvmtrace_record__open());
     if (usdt_skel) {
+      select_probe_set(usdt_skel->obj, probe_set);
       bpf_map__set_max_entries(usdt_skel->maps.events, static_cast<uint32_t>(ring_bytes));
       usdt_skel->rodata->wakeup_bytes = ring_bytes / 8;
       usdt_skel->rodata->capture_stacks = o.stacks;
@@ -546,13 +672,15 @@ int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_o
   // its heap yet (HeapRegion::GrainBytes is 0 until universe_init), and
   // every event comes from a heap that exists.
   bool meta_written = false;
+  auto no_pauses = [&] { return std::find(absent.begin(), absent.end(), "gc__pause__end") != absent.end(); };
   const G1RegionSize region_size(o.pid, target.binary);  // found now, read when the meta goes out
   auto write_meta = [&] {
     if (meta_written) return;
     meta_written = true;
     const uint64_t region_bytes = region_size.read();
     writer.meta(meta_head + (region_bytes ? "\nheap_region_bytes=" + std::to_string(region_bytes) : std::string()) +
-                (stock ? "" : absent.empty() ? "\npause_probes=1" : "\npause_probes=0") + meta_tail);
+                (stock ? "" : no_pauses() ? "\npause_probes=0" : "\npause_probes=1") +
+                (stock ? "" : std::string("\nprobe_set=") + probe_set_name(probe_set)) + meta_tail);
   };
   recorder.before_first_record(write_meta);
 
@@ -565,7 +693,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_o
     writer.discard();
     return 1;
   }
-  if (!absent.empty())
+  if (no_pauses())
     std::fprintf(stderr, "jvmtrace record: this JVM's patch predates the pause probes (gc__pause__*): G1 Remark "
                  "and Cleanup pauses are not recorded; rebuild it with scripts/build-patched-jdk.sh\n");
   if (!writer.commit(&error)) {
@@ -575,7 +703,10 @@ int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_o
     return 1;
   }
   std::fprintf(stderr, "Recording PID %d (%zu %s in %s) to %s. %s\n", o.pid, links.size(),
-               stock ? "uprobes, stock mode" : "probes", target.binary.c_str(), o.output.c_str(),
+               stock ? "uprobes, stock mode"
+               : probe_set == ProbeSet::kCombined ? "probes, combined: one hit per slow path, per PLAB batch"
+                                                  : "probes, separate",
+               target.binary.c_str(), o.output.c_str(),
                launch ? "It ends when the JVM exits." : "Hit Ctrl-C to end.");
   if (launch) launch->release(true);  // from its first allocation on, every event is recorded
 
@@ -638,6 +769,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_o
     const bool full = o.segment_mb > 0 && writer.bytes_on_disk() >= o.segment_mb * (1 << 20);
     const bool old = o.segment_seconds > 0 && now - segment_started >= std::chrono::duration<double>(o.segment_seconds);
     if ((full || old) && !writer.failed()) {
+      recorder.flush_plab_events();  // a segment ends with every event it was given
       write_meta();  // the next segment repeats it
       segment_started = now;
       const std::string next = segment_path(base_output, ++segment);
@@ -674,6 +806,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_o
   __atomic_store_n(stopped, 1u, __ATOMIC_SEQ_CST);
   links.clear();
   ring_buffer__consume(rb.get());
+  recorder.flush_plab_events();
   note_drops();
   // Stacks still holding unnamed JIT code get one last chance: a perf map
   // written now (the target alive) or at its exit (-XX:+DumpPerfMapAtExit,
@@ -726,6 +859,7 @@ int record_command(int argc, char** argv) {
       {"quiet", no_argument, nullptr, 'q'},           {"progress", no_argument, nullptr, 'P'},
       {"binary", required_argument, nullptr, 'b'},    {"verbose", no_argument, nullptr, 'v'},
       {"block-kb", required_argument, nullptr, 'k'},  {"mode", required_argument, nullptr, 'M'},
+      {"probe-set", required_argument, nullptr, 'R'},
       {"segment-mb", required_argument, nullptr, 'S'}, {"keep", required_argument, nullptr, 'K'},
       {"segment-seconds", required_argument, nullptr, 'T'},
       {"stacks", no_argument, nullptr, 's'},          {"perfmap-seconds", required_argument, nullptr, 'F'},
@@ -770,6 +904,9 @@ int record_command(int argc, char** argv) {
         break;
       case 'M':
         if (!parse_mode("jvmtrace record", optarg, &o.mode)) return 2;
+        break;
+      case 'R':
+        if (!parse_probe_set("jvmtrace record", optarg, &o.probe_set)) return 2;
         break;
       case 'S':
         if (!parse_seconds(optarg, &o.segment_mb) || o.segment_mb < 0.0625) {  // a positive number, at most 1e7

@@ -38,7 +38,8 @@ const char* const kCounterNames[] = {
     "slow_after_gc", "outside_allocs", "outside_bytes", "gc_starts",            "gc_ends",
     "plabs",         "plab_bytes",  "plab_waste_bytes", "promoted_direct",      "promoted_direct_bytes",
     "map_full_drops", "names_lost", "gc_inflight_full_drops", "gc_ends_without_start",
-    "slow_exits_without_enter", "gc_pauses", "gc_pause_ends_without_start"};
+    "slow_exits_without_enter", "gc_pauses", "gc_pause_ends_without_start", "plab_batches",
+    "plab_records_lost"};
 static_assert(sizeof(kCounterNames) / sizeof(*kCounterNames) == JT_COUNTER_COUNT, "counter names");
 // Counted in user space: new-key notices from the kernel too short to read.
 const char* const kMalformedName = "malformed_notices";
@@ -96,7 +97,8 @@ struct Options {
   bool prometheus = false;  // the text exposition format, each report ending "# EOF"
   bool verbose = false;
   bool slow_path = true;
-  std::string mode = "auto";  // attach alloc__slow__enter/exit (latency, outside-TLAB figures)
+  std::string mode = "auto";
+  std::string probe_set = "auto";  // usdt: combined, separate, or auto (combined if the JVM has it)
   int top = 10;
   double launch_timeout = 30;  // -- COMMAND: how long to wait for its JVM
   bool launch_timeout_set = false;
@@ -110,7 +112,7 @@ void usage(FILE* out) {
                "USAGE: jvmtrace stat -p PID [OPTIONS]\n"
                "       jvmtrace stat [OPTIONS] -- COMMAND [ARGS...]\n"
                "OPTIONS: [-i SEC] [-d SEC] [--top N] [--json|--prometheus] [--mode auto|usdt|stock]\n"
-               "         [--no-slow-path] [--launch-timeout S] [-v]\n"
+               "         [--probe-set auto|combined|separate] [--no-slow-path] [--launch-timeout S] [-v]\n"
                "Aggregates a JVM's jvmtrace probes (a stock JVM: uprobes) in the kernel and prints\n"
                "log2 histograms (TLAB sizes, slow-path latency, outside-TLAB sizes, GC pauses by kind,\n"
                "PLAB sizes),\n"
@@ -128,8 +130,13 @@ void usage(FILE* out) {
                "      --top N          threads and classes to list (default 10)\n"
                "      --json           one JSON object per report, for machines\n"
                "      --prometheus     each report in Prometheus' text format, ending \"# EOF\"\n"
-               "      --no-slow-path   leave the slow-path probes detached: a third of the probe hits\n"
-               "                       per TLAB refill, no latency or outside-TLAB figures\n"
+               "      --probe-set SET  usdt: combined, one probe hit per allocation slow path (alloc__slow)\n"
+               "                       and per batch of PLAB events (plab__batch); separate, the probes\n"
+               "                       of each site (three hits per TLAB refill, two per PLAB); auto\n"
+               "                       (default): combined if the JVM has it.  Same figures either way\n"
+               "      --no-slow-path   with the separate probes: leave alloc__slow__enter/exit detached\n"
+               "                       (no latency or outside-TLAB figures); no effect with combined ones,\n"
+               "                       which cost nothing more for the slow path\n"
                "      --mode MODE      usdt: a patched JVM's jvmtrace probes; stock: uprobes on an unpatched\n"
                "                       HotSpot (no slow-path latency, TLAB waste or PLAB figures);\n"
                "                       auto (default): usdt if the JVM has the probes, else stock\n"
@@ -149,15 +156,28 @@ std::string thread_comm(pid_t pid, uint32_t tid) {
   return s.empty() ? "?" : s;
 }
 
+// One CPU's copy of a class's figures added to the total.  Only the CPU
+// that made the entry holds the name's length (the others hold 0): the
+// largest is taken.
+void add_class(jt_class_val& total, const jt_class_val& cpu) {
+  total.tlab_refills += cpu.tlab_refills;
+  total.tlab_bytes += cpu.tlab_bytes;
+  total.outside_allocs += cpu.outside_allocs;
+  total.outside_bytes += cpu.outside_bytes;
+  total.name_len = std::max(total.name_len, cpu.name_len);
+}
+
 struct ThreadRow { uint32_t tid; jt_thread_val v; std::string comm; };
 struct ClassRow { uint64_t key; jt_class_val v; std::string name; };
 
 class StatSession {
  public:
   // pauses: the pause probes are attached (not stock mode, not a JVM
-  // patched before them).
-  StatSession(const Options& o, const StatMaps& maps, bool stock, bool pauses)
-      : o_(o), maps_(maps), stock_(stock), pauses_(pauses) {}
+  // patched before them); probe_set: which allocation probes (usdt mode);
+  // slow_path: the slow path is seen (not --no-slow-path on separate ones).
+  StatSession(const Options& o, const StatMaps& maps, bool stock, bool pauses, const char* probe_set,
+              bool slow_path)
+      : o_(o), maps_(maps), stock_(stock), pauses_(pauses), probe_set_(probe_set), slow_path_(slow_path) {}
 
   void report(double seconds) {
     read_maps();
@@ -169,16 +189,21 @@ class StatSession {
   }
 
  private:
+  // counters, hists and classes are per-CPU maps (bpf/stat_core.bpf.h): each
+  // figure is the sum of the CPUs' copies.
   void read_maps() {
     for (int c = 0; c < JT_COUNTER_COUNT; c++) {
       uint32_t k = c;
       counters_[c] = 0;
-      bpf_map__lookup_elem(maps_.counters, &k, sizeof k, &counters_[c], sizeof(uint64_t), 0);
+      for (uint64_t v : lookup_percpu_elem<uint64_t>(maps_.counters, &k, sizeof k)) counters_[c] += v;
     }
     for (int h = 0; h < JT_HIST_COUNT; h++) {
       uint32_t k = h;
       std::memset(&hists_[h], 0, sizeof hists_[h]);
-      bpf_map__lookup_elem(maps_.hists, &k, sizeof k, &hists_[h], sizeof hists_[h], 0);
+      for (const jt_hist_val& v : lookup_percpu_elem<jt_hist_val>(maps_.hists, &k, sizeof k)) {
+        for (int s = 0; s < JT_HIST_SLOTS; s++) hists_[h].slots[s] += v.slots[s];
+        hists_[h].sum += v.sum;
+      }
     }
     if (!pauses_) {  // the collections stand in for their pauses
       hists_[JT_H_PAUSE_YOUNG_US] = hists_[JT_H_GC_YOUNG_US];
@@ -188,7 +213,7 @@ class StatSession {
     for (const auto& [tid, v] : read_hash_map<uint32_t, jt_thread_val>(maps_.threads))
       threads_.push_back({tid, v, {}});
     classes_.clear();
-    for (const auto& [key, v] : read_hash_map<uint64_t, jt_class_val>(maps_.classes))
+    for (const auto& [key, v] : read_percpu_hash_map<uint64_t, jt_class_val>(maps_.classes, add_class))
       classes_.push_back({key, v, {}});
     std::sort(threads_.begin(), threads_.end(), [](const ThreadRow& a, const ThreadRow& b) {
       return a.v.tlab_bytes + a.v.outside_bytes > b.v.tlab_bytes + b.v.outside_bytes;
@@ -253,7 +278,7 @@ class StatSession {
   void print_text(double seconds) {
     std::fprintf(o_.out, "\njvmtrace stat: PID %d, %.1f s since attach%s\n", o_.pid, seconds,
                 stock_ ? " (stock mode: no slow-path, TLAB waste or PLAB figures)"
-                : o_.slow_path ? "" : " (--no-slow-path: no slow-path latency or outside-TLAB figures)");
+                : slow_path_ ? "" : " (--no-slow-path: no slow-path latency or outside-TLAB figures)");
     for (int c = 0; c < JT_COUNTER_COUNT; c++)
       std::fprintf(o_.out, "  %-24s %llu\n", kCounterNames[c], (unsigned long long)counters_[c]);
     std::fprintf(o_.out, "  %-24s %llu\n", kMalformedName, (unsigned long long)malformed_notices_);
@@ -310,7 +335,8 @@ class StatSession {
 
   void print_json(double seconds) {
     std::string s = "{\"pid\": " + std::to_string(o_.pid) + ", \"seconds\": " + std::to_string(seconds) +
-                    ", \"mode\": \"" + (stock_ ? "stock" : "usdt") + "\", \"slow_path_probes\": " + (o_.slow_path && !stock_ ? "true" : "false") +
+                    ", \"mode\": \"" + (stock_ ? "stock" : "usdt") + "\", \"slow_path_probes\": " + (slow_path_ && !stock_ ? "true" : "false") +
+                    (stock_ ? std::string() : std::string(", \"probe_set\": \"") + probe_set_ + "\"") +
                     ", \"pause_probes\": " + (pauses_ ? "true" : "false") + ", \"counters\": {";
     for (int c = 0; c < JT_COUNTER_COUNT; c++)
       s += std::string(c ? ", " : "") + "\"" + kCounterNames[c] + "\": " + std::to_string(counters_[c]);
@@ -343,6 +369,8 @@ class StatSession {
   const Options& o_;
   StatMaps maps_;
   bool stock_, pauses_;
+  const char* probe_set_;
+  bool slow_path_;
   uint64_t counters_[JT_COUNTER_COUNT] = {};
   jt_hist_val hists_[JT_HIST_COUNT] = {};
   std::vector<ThreadRow> threads_;
@@ -375,6 +403,7 @@ int stat_pid(const Options& o, Launch* launch) {
   std::unique_ptr<jvmtrace_stat_stock, StockSkelDelete> stock_skel;
   StatMaps maps{};
   bpf_object* obj = nullptr;
+  ProbeSet probe_set = ProbeSet::kSeparate;
   int loaded = -1;
   if (stock) {
     stock_skel.reset(jvmtrace_stat_stock__open());
@@ -391,8 +420,13 @@ int stat_pid(const Options& o, Launch* launch) {
       }
     }
   } else {
+    if (!choose_probe_set(o.probe_set, target.probes, &probe_set, &error)) {
+      std::fprintf(stderr, "jvmtrace stat: %s\n", error.c_str());
+      return 1;
+    }
     skel.reset(jvmtrace_stat__open());
-    if (skel && !o.slow_path) {
+    if (skel) select_probe_set(skel->obj, probe_set);
+    if (skel && !o.slow_path && probe_set == ProbeSet::kSeparate) {
       bpf_program__set_autoload(skel->progs.alloc__slow__enter, false);
       bpf_program__set_autoload(skel->progs.alloc__slow__exit, false);
     }
@@ -413,16 +447,20 @@ int stat_pid(const Options& o, Launch* launch) {
     std::fprintf(stderr, "jvmtrace stat: %s\n", error.c_str());
     return 1;
   }
+  const bool slow_path = o.slow_path || probe_set == ProbeSet::kCombined;
   std::fprintf(stderr, "Attached %zu %s to PID %d (%s)%s. %s\n", links.size(),
-               stock ? "uprobes (stock mode)" : "probes", o.pid, libjvm.c_str(),
-               o.slow_path || stock ? "" : ", slow-path probes left detached",
+               stock ? "uprobes (stock mode)"
+               : probe_set == ProbeSet::kCombined ? "probes (combined: one hit per slow path, per PLAB batch)"
+                                                  : "probes (separate)",
+               o.pid, libjvm.c_str(), slow_path || stock ? "" : ", slow-path probes left detached",
                launch ? "The report comes when the JVM exits." : "Hit Ctrl-C to end.");
 
-  if (!absent.empty())
+  const bool no_pauses = std::find(absent.begin(), absent.end(), "gc__pause__end") != absent.end();
+  if (no_pauses)
     std::fprintf(stderr, "jvmtrace stat: this JVM's patch predates the pause probes (gc__pause__*): pauses are "
                  "measured from gc__start to gc__end and G1 Remark and Cleanup are not seen; rebuild it with "
                  "scripts/build-patched-jdk.sh\n");
-  StatSession session(o, maps, stock, !stock && absent.empty());
+  StatSession session(o, maps, stock, !stock && !no_pauses, probe_set_name(probe_set), slow_path);
   RingBuffer names(ring_buffer__new(bpf_map__fd(maps.new_keys), &StatSession::on_new_key, &session, nullptr));
   if (!names) {
     std::fprintf(stderr, "jvmtrace stat: ring buffer: %s\n", std::strerror(errno));
@@ -471,6 +509,7 @@ int stat_command(int argc, char** argv) {
       {"binary", required_argument, nullptr, 'b'},   {"no-slow-path", no_argument, nullptr, 's'},
       {"mode", required_argument, nullptr, 'M'},     {"prometheus", no_argument, nullptr, 'P'},
       {"launch-timeout", required_argument, nullptr, 'L'},
+      {"probe-set", required_argument, nullptr, 'S'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   int c;
@@ -512,6 +551,9 @@ int stat_command(int argc, char** argv) {
       case 's': o.slow_path = false; break;
       case 'M':
         if (!parse_mode("jvmtrace stat", optarg, &o.mode)) return 2;
+        break;
+      case 'S':
+        if (!parse_probe_set("jvmtrace stat", optarg, &o.probe_set)) return 2;
         break;
       case 'L':
         if (!parse_seconds(optarg, &o.launch_timeout)) {

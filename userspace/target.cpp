@@ -96,15 +96,15 @@ std::string process_cmdline(pid_t pid) {
   return s;
 }
 
-bool has_usdt_provider(const std::string& elf_path, const std::string& provider) {
-  if (elf_version(EV_CURRENT) == EV_NONE) return false;
+std::set<std::string> usdt_probe_names(const std::string& elf_path, const std::string& provider) {
+  std::set<std::string> names;
+  if (elf_version(EV_CURRENT) == EV_NONE) return names;
   int fd = open(elf_path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+  if (fd < 0) return names;
   Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
-  bool found = false;
   size_t shstrndx = 0;
   if (elf && elf_getshdrstrndx(elf, &shstrndx) == 0) {
-    for (Elf_Scn* scn = nullptr; !found && (scn = elf_nextscn(elf, scn));) {
+    for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn));) {
       GElf_Shdr sh;
       if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE) continue;
       const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
@@ -112,18 +112,24 @@ bool has_usdt_provider(const std::string& elf_path, const std::string& provider)
       Elf_Data* data = elf_getdata(scn, nullptr);
       GElf_Nhdr nh;
       size_t off = 0, name_off, desc_off;
-      while (data && !found && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+      while (data && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
         // desc: pc, base, semaphore (3 addresses of 8 bytes), then "provider\0name\0args\0"
         if (nh.n_type != 3 || nh.n_descsz <= 24) continue;
-        const char* desc = static_cast<const char*>(data->d_buf) + desc_off;
-        found = strnlen(desc + 24, nh.n_descsz - 24) == provider.size() &&
-                provider.compare(0, provider.size(), desc + 24, provider.size()) == 0;
+        const char* desc = static_cast<const char*>(data->d_buf) + desc_off + 24;
+        const size_t left = nh.n_descsz - 24;
+        const size_t plen = strnlen(desc, left);
+        if (plen != provider.size() || provider.compare(0, plen, desc, plen) != 0 || plen + 1 >= left) continue;
+        names.emplace(desc + plen + 1, strnlen(desc + plen + 1, left - plen - 1));
       }
     }
   }
   if (elf) elf_end(elf);
   close(fd);
-  return found;
+  return names;
+}
+
+bool has_usdt_provider(const std::string& elf_path, const std::string& provider) {
+  return !usdt_probe_names(elf_path, provider).empty();
 }
 
 }  // namespace jvmtrace

@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <set>
 #include <string>
 
 namespace jvmtrace {
@@ -36,6 +37,9 @@ std::string process_cmdline(pid_t pid);
 
 // True if the ELF file declares USDT probes of this provider (.note.stapsdt).
 bool has_usdt_provider(const std::string& elf_path, const std::string& provider);
+// The names of provider's probes in elf_path's .note.stapsdt (empty if none,
+// or the file cannot be read).
+std::set<std::string> usdt_probe_names(const std::string& elf_path, const std::string& provider);
 
 }  // namespace jvmtrace
 

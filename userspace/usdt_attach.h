@@ -4,8 +4,11 @@
 #include <bpf/libbpf.h>
 #include <sys/types.h>
 
+#include <cstring>
 #include <memory>
+#include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace jvmtrace {
@@ -37,6 +40,43 @@ std::vector<std::pair<K, V>> read_hash_map(const bpf_map* map) {
   return out;
 }
 
+// Per-CPU maps (BPF_MAP_TYPE_PERCPU_*): a lookup returns one copy of the
+// value per possible CPU, each padded to 8 bytes.  The CPUs' copies of key's
+// value, or an empty vector (no such key, or the lookup failed).
+template <typename V>
+std::vector<V> lookup_percpu_elem(const bpf_map* map, const void* key, size_t key_size) {
+  static_assert(std::is_trivially_copyable_v<V>, "map values are plain bytes");
+  const int ncpus = libbpf_num_possible_cpus();
+  if (ncpus <= 0) return {};
+  const size_t stride = (sizeof(V) + 7) & ~size_t{7};
+  std::vector<unsigned char> buf(stride * static_cast<size_t>(ncpus));
+  if (bpf_map__lookup_elem(map, key, key_size, buf.data(), buf.size(), 0) != 0) return {};
+  std::vector<V> out(static_cast<size_t>(ncpus));
+  for (int c = 0; c < ncpus; c++) std::memcpy(&out[c], buf.data() + c * stride, sizeof(V));
+  return out;
+}
+
+// Every (key, value) of a per-CPU hash map, each value the CPUs' copies
+// folded by add(V& total, const V& one_cpu) from a zero V.  Not a snapshot,
+// as read_hash_map.
+template <typename K, typename V, typename Add>
+std::vector<std::pair<K, V>> read_percpu_hash_map(const bpf_map* map, Add add) {
+  std::vector<std::pair<K, V>> out;
+  K key, next;
+  const K* prev = nullptr;
+  while (bpf_map__get_next_key(map, prev, &next, sizeof next) == 0) {
+    std::vector<V> cpus = lookup_percpu_elem<V>(map, &next, sizeof next);
+    if (!cpus.empty()) {
+      V total{};
+      for (const V& v : cpus) add(total, v);
+      out.emplace_back(next, total);
+    }
+    key = next;
+    prev = &key;
+  }
+  return out;
+}
+
 // Attaches every loaded program of obj to the probe jvmtrace:<program name> in
 // binary for pid (libbpf resolves the note, the semaphore and the address).
 // On failure returns false with a reason naming the probe; links made so far
@@ -45,9 +85,26 @@ std::vector<std::pair<K, V>> read_hash_map(const bpf_map* map) {
 // before: those are skipped and named in *absent (if given).
 bool attach_jvmtrace_usdt(bpf_object* obj, pid_t pid, const std::string& binary, Links* links,
                           std::string* error, std::vector<std::string>* absent = nullptr);
-// gc__pause__start/end (added with trace format version 2): JVMs patched
-// earlier lack them.
+// gc__pause__start/end (added with trace format version 2) and alloc__slow,
+// plab__batch (added later): JVMs patched earlier lack them.
 bool is_optional_probe(const std::string& probe);
+
+// A patched VM reports allocation slow paths and PLABs two ways (see
+// usdt/jvmtrace.d): combined, alloc__slow and plab__batch (one probe hit per
+// slow path and one per batch of a GC thread's PLAB events), or separate,
+// the probes of each site (tlab__refill, alloc__slow__enter/exit,
+// plab__alloc/retire, promote__direct: three hits per TLAB refill, two per
+// PLAB).  stat and record give the same figures and traces either way.
+enum class ProbeSet { kCombined, kSeparate };
+const char* probe_set_name(ProbeSet set);
+// --probe-set's value: auto, combined or separate; else prints why, false.
+bool parse_probe_set(const char* cmd, const char* s, std::string* out);
+// The set to attach for wanted (auto: combined when the JVM has it) given
+// the probes the JVM declares; false with *error if it lacks the one wanted.
+bool choose_probe_set(const std::string& wanted, const std::set<std::string>& available, ProbeSet* set,
+                      std::string* error);
+// Before load: leaves the other set's programs of obj out.
+void select_probe_set(bpf_object* obj, ProbeSet set);
 
 // libbpf's messages: warnings always, debug output only when verbose.
 void set_libbpf_verbose(bool verbose);

@@ -1,0 +1,195 @@
+"""The combined probes (alloc__slow, plab__batch) report exactly what the
+separate ones report, on the real patched JVM: one hit per slow path and one
+per batch of PLAB events instead of three per refill and two per PLAB.
+
+Both sets fire in the same run (each has its own semaphores), so the
+comparisons are event for event, not statistical."""
+import json
+import subprocess
+from collections import Counter, defaultdict
+
+import pytest
+
+from conftest import BUILD_DIR
+from helpers import LineReader
+from test_jvm_probes import GCS, java_cmd
+
+JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
+RAWDUMP = BUILD_DIR / "userspace/jvmtrace-rawdump"
+PLAB_KINDS = {"plab__alloc": 0, "plab__retire": 1, "promote__direct": 2}
+
+
+def held_jvm(jdks, java_classes, gc, main, *args):
+    """An AllocWorker-style JVM waiting for "go" on stdin (ready printed)."""
+    proc = subprocess.Popen(java_cmd(jdks["patched"], java_classes, gc, 64, main, *args),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = LineReader(proc.stdout)
+    out.wait_for(lambda l: l.startswith("ready"), 60, "the JVM's ready line")
+    return proc, out
+
+
+def release_and_wait(proc, out, timeout=180):
+    proc.stdin.write("go\n")
+    proc.stdin.flush()
+    proc.stdin.close()
+    assert proc.wait(timeout) == 0, proc.stderr.read()[-2000:]
+    return next(int(l.split()[2]) for l in out.drain(30) if l.startswith("worker tid "))
+
+
+def attach(cmd, banner):
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err = LineReader(p.stderr)
+    err.wait_for(lambda l: l.startswith(banner), 60, f"{cmd[1]} to attach")
+    return p, err
+
+
+def parse_raw(lines):
+    """[(name, ts, tid, [int args], strings)] from jvmtrace-rawdump's lines."""
+    out = []
+    for line in lines:
+        name, ts, tid, args, *rest = line.split(" ", 4)
+        vals = [int(v) for v in args.split("=", 1)[1].split(",")]
+        out.append((name, int(ts.split("=")[1]), int(tid.split("=")[1]), vals, " ".join(rest)))
+    return out
+
+
+@pytest.mark.parametrize("gc", GCS)
+def test_each_combined_hit_equals_the_separate_hits_it_stands_for(jdks, java_classes, gc):
+    """jvmtrace-rawdump on every probe at once.  Per thread, each alloc__slow
+    follows its alloc__slow__enter, tlab__refill (new-TLAB outcomes) and
+    alloc__slow__exit, with the same values; its VM-measured start and
+    duration lie inside the enter and exit hits.  Each collection's batch
+    records are exactly its plab__alloc, plab__retire and promote__direct
+    hits (thread, address, sizes, destination), and arrive before its
+    gc__end."""
+    proc, out = held_jvm(jdks, java_classes, gc, "AllocWorker", 5_000_000)
+    dump, derr = attach([str(RAWDUMP), "-p", str(proc.pid)], "attached 12 probes")
+    try:
+        release_and_wait(proc, out)
+    finally:
+        dump_out = dump.stdout.read()  # ends with the JVM (stderr is derr's)
+        dump.wait(120)
+        dump_err = "\n".join(derr.drain(30))
+    assert dump.returncode == 0 and "dropped 0" in dump_err, dump_err[-500:]
+    events = parse_raw(dump_out.splitlines())
+
+    # Mutator slow paths, thread by thread.
+    per_thread = defaultdict(list)
+    for e in events:
+        if e[0] in ("alloc__slow__enter", "tlab__refill", "alloc__slow__exit", "alloc__slow"):
+            per_thread[e[2]].append(e)
+    checked = 0
+    for tid, evs in per_thread.items():
+        for k, (name, ts, _, a, cls) in enumerate(evs):
+            if name != "alloc__slow":
+                continue
+            alloc_bytes, _, _, outcome, tlab_bytes, duration, address, waste, gcs, start, _ = a
+            exit_ = evs[k - 1]
+            assert exit_[0] == "alloc__slow__exit", (tid, evs[max(0, k - 3):k + 1])
+            assert exit_[3][:4] == [address, alloc_bytes, outcome, gcs]
+            new_tlab = outcome in (1, 3)
+            refill = evs[k - 2] if new_tlab else None
+            enter = evs[k - 3] if new_tlab else evs[k - 2]
+            if enter[0] != "alloc__slow__enter":  # attached mid-slow-path: neither saw its entry
+                assert start == 0 and duration == 0 and checked == 0
+                continue
+            assert enter[3][0] == alloc_bytes and enter[4] == cls
+            if new_tlab:
+                assert refill[0] == "tlab__refill"
+                assert refill[3][:3] == [address, tlab_bytes, alloc_bytes] and refill[3][5] == waste
+            else:
+                assert tlab_bytes == 0 and waste == 0
+            # The VM's clock is BPF's: the slow path starts after the enter's hit
+            # and ends before this one's (after the exit's: the VM reads its
+            # end once alloc__slow__exit has fired).
+            assert enter[1] <= start and start + duration <= ts and exit_[1] < ts, (enter[1], start, duration, ts)
+            checked += 1
+    assert checked > 500, checked
+
+    # PLAB events: the records of each collection equal its separate hits.
+    records, separate, batch_seen, ended = Counter(), Counter(), defaultdict(int), set()
+    for name, ts, tid, a, _ in events:
+        if name in PLAB_KINDS:
+            if name == "plab__retire":  # gc_id, start, bytes, used, wasted, dest, tid
+                key = (a[0], tid, 1, a[1], a[2], a[3], a[5])
+            elif name == "plab__alloc":  # gc_id, start, bytes, dest, tid
+                key = (a[0], tid, 0, a[1], a[2], 0, a[3])
+            else:  # gc_id, address, bytes, dest, tid
+                key = (a[0], tid, 2, a[1], a[2], a[2], a[3])
+            separate[key] += 1
+        elif name == "plab__batch.record":  # ts_ns, address, bytes, used, gc_id, tid, kind, dest
+            rts, address, size, used, gc_id, rtid, kind, dest = a
+            assert gc_id not in ended, f"a record of GC {gc_id} after its gc__end"
+            records[(gc_id, rtid, kind, address, size, used, dest)] += 1
+            batch_seen[gc_id] += 1
+            assert rts <= ts
+        elif name == "gc__end":
+            ended.add(a[0])
+    assert sum(separate.values()) > 200, sum(separate.values())
+    assert records == separate
+    # Fewer hits: a batch carries up to 256 records.
+    batches = sum(1 for e in events if e[0] == "plab__batch")
+    assert batches * 4 < sum(records.values()), (batches, sum(records.values()))
+
+
+@pytest.mark.parametrize("gc", GCS)
+def test_record_and_stat_give_the_same_with_either_probe_set(jdks, java_classes, gc, tmp_path):
+    """Two recorders and two stats on one JVM, one of each per probe set,
+    all attached before the worker starts: the worker's events are the same
+    event for event (probe, arguments, order), every collection's PLAB
+    events are the same thread by thread, and stat's figures for the worker
+    and for PLABs are equal."""
+    proc, out = held_jvm(jdks, java_classes, gc, "AllocWorker", 5_000_000)
+    tools = {}
+    for ps in ("combined", "separate"):
+        path = tmp_path / f"{ps}.jvmtrace"
+        tools[("record", ps)] = (attach([str(JVMTRACE), "record", "-p", str(proc.pid), "-o", str(path), "-q",
+                                         "--probe-set", ps], "Recording PID")[0], path)
+        tools[("stat", ps)] = (attach([str(JVMTRACE), "stat", "-p", str(proc.pid), "--json", "--probe-set", ps],
+                                      "Attached ")[0], None)
+    try:
+        worker = release_and_wait(proc, out)
+    finally:
+        results = {k: ((p.stdout.read(), p.wait(120)), path) for k, (p, path) in tools.items()}
+
+    traces = {}
+    for ps in ("combined", "separate"):
+        (o, e), path = results[("record", ps)]
+        d = subprocess.run([str(JVMTRACE), "dump", "--json", str(path)], capture_output=True, text=True, timeout=120)
+        assert d.returncode == 0, d.stderr
+        recs = [json.loads(l) for l in d.stdout.splitlines()]
+        assert next(r for r in recs if r["type"] == "meta")["probe_set"] == ps
+        traces[ps] = [r for r in recs if r["type"] == "event"]
+
+    def worker_events(evs):
+        return [(e["probe"], e["args"]) for e in evs if e["tid"] == worker]
+
+    def plab_events(evs):
+        started = {e["args"]["gc_id"] for e in evs if e["probe"] == "gc__start"}
+        by = defaultdict(list)
+        for e in evs:
+            if e["probe"] in PLAB_KINDS and e["args"]["gc_id"] in started:
+                by[(e["args"]["gc_id"], e["tid"])].append((e["probe"], e["args"]))
+        return by
+
+    wc, ws = worker_events(traces["combined"]), worker_events(traces["separate"])
+    assert len(ws) > 1500 and wc == ws
+    pc, ps_ = plab_events(traces["combined"]), plab_events(traces["separate"])
+    common = set(pc) & set(ps_)
+    assert sum(len(pc[k]) for k in common) > 200
+    for k in common:
+        assert pc[k] == ps_[k], k
+
+    stats = {}
+    for ps in ("combined", "separate"):
+        (o, e), _ = results[("stat", ps)]
+        stats[ps] = json.loads([l for l in o.splitlines() if l.startswith("{")][-1])
+        assert stats[ps]["probe_set"] == ps
+    tc = next(t for t in stats["combined"]["threads"] if t["tid"] == worker)
+    ts = next(t for t in stats["separate"]["threads"] if t["tid"] == worker)
+    assert tc == ts and tc["tlab_refills"] > 500
+    # PLAB counters: the same collections seen by both (attached before the worker started).
+    c, s = stats["combined"]["counters"], stats["separate"]["counters"]
+    for k in ("plabs", "plab_bytes", "plab_waste_bytes", "promoted_direct", "promoted_direct_bytes", "gc_starts"):
+        assert c[k] == s[k], k
+    assert c["plab_batches"] > 0 and s["plab_batches"] == 0 and c["plab_records_lost"] == 0
