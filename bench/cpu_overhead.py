@@ -18,6 +18,9 @@ Configurations (--configs, comma-separated; default: all six):
 and, not by default, with a jvmtrace that has --probe-set (issue 14):
   stat-separate, record-separate   stat/record --probe-set separate: the old
                 probes (three hits per refill) on a JVM with the combined ones
+  bt-gc, bt-slow  bpftrace count() on gc__start (a few hits: the cost of
+                merely having a USDT probe attached) or on alloc__slow (one bare hit
+                per slow path: the floor)
 
 Each round runs every configuration once, in a shuffled order.  Every JVM
 starts held: AllocBench prints "ready PID" and waits for "go" on stdin; a
@@ -112,6 +115,12 @@ CONFIG_TABLE = {
     # (three hits per refill) on a JVM that also has the combined ones.
     "stat-separate": ("patched", "stat", ["--mode", "usdt", "--probe-set", "separate"]),
     "record-separate": ("patched", "record", ["--mode", "usdt", "--probe-set", "separate"]),
+    # The cost split in two (not by default): bpftrace count() on one probe.
+    # bt-gc: gc__start, a few hits a run: what merely having a USDT probe
+    # attached costs.  bt-slow: alloc__slow, one bare hit per slow path:
+    # the floor of any tracer of every slow path.
+    "bt-gc": ("patched", "bpftrace", ["gc__start"]),
+    "bt-slow": ("patched", "bpftrace", ["alloc__slow"]),
 }
 CONFIGS = ("unpatched", "patched", "stat", "record", "stock-stat", "stock-record")   # the default set
 JDK_OF = {c: jdk for c, (jdk, _, _) in CONFIG_TABLE.items()}
@@ -130,8 +139,12 @@ OUT = sys.stdout
 
 def tracer_argv(config, jvmtrace, pid, trace_file):
     """argv of a configuration's tracer, and the start of its banner on stderr
-    (None: nothing attached)."""
+    (None: nothing attached; for bpftrace, its "Attaching" line on stdout)."""
     _, tool, extra = CONFIG_TABLE[config]
+    if tool == "bpftrace":
+        lib = os.path.realpath(f"/proc/{pid}/exe").rsplit("/bin/", 1)[0] + "/lib/server/libjvm.so"
+        return ["bpftrace", "-p", str(pid), "-e",
+                f"usdt:{lib}:jvmtrace:{extra[0]} {{ @hits = count(); }}"], "Attaching"
     if tool == "stat":
         return [jvmtrace, "stat", *extra, "--json", "-p", str(pid)], "Attached "
     if tool == "record":
@@ -432,7 +445,8 @@ def run_once(prog, config, gc, rnd, order, a, homes, work):
             tracer = Child(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
             t_out, t_err = LineReader(tracer.p.stdout), LineReader(tracer.p.stderr)
             try:
-                t_err.wait_for(lambda l: l.startswith(banner), a.start_timeout, f"{config} to attach")
+                (t_out if argv[0] == "bpftrace" else t_err).wait_for(
+                    lambda l: l.startswith(banner), a.start_timeout, f"{config} to attach")
             except AssertionError as e:
                 raise RuntimeError(f"{e}; tracer stderr: {' | '.join(t_err.drain(5)[-5:])}") from None
             if jvm.exited():

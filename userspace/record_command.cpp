@@ -702,11 +702,12 @@ int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_o
     writer.discard();
     return 1;
   }
-  std::fprintf(stderr, "Recording PID %d (%zu %s in %s) to %s. %s\n", o.pid, links.size(),
-               stock ? "uprobes, stock mode"
-               : probe_set == ProbeSet::kCombined ? "probes, combined: one hit per slow path, per PLAB batch"
-                                                  : "probes, separate",
-               target.binary.c_str(), o.output.c_str(),
+  std::fprintf(stderr, "Recording PID %d (%zu %s in %s%s) to %s. %s\n", o.pid, links.size(),
+               stock ? "uprobes, stock mode" : "probes", target.binary.c_str(),
+               stock                                ? ""
+               : probe_set == ProbeSet::kCombined ? "; combined: one hit per slow path and per PLAB batch"
+                                                  : "; separate: a hit per probe site",
+               o.output.c_str(),
                launch ? "It ends when the JVM exits." : "Hit Ctrl-C to end.");
   if (launch) launch->release(true);  // from its first allocation on, every event is recorded
 

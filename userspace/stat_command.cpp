@@ -450,7 +450,7 @@ int stat_pid(const Options& o, Launch* launch) {
   const bool slow_path = o.slow_path || probe_set == ProbeSet::kCombined;
   std::fprintf(stderr, "Attached %zu %s to PID %d (%s)%s. %s\n", links.size(),
                stock ? "uprobes (stock mode)"
-               : probe_set == ProbeSet::kCombined ? "probes (combined: one hit per slow path, per PLAB batch)"
+               : probe_set == ProbeSet::kCombined ? "probes (combined: one hit per slow path and per PLAB batch)"
                                                   : "probes (separate)",
                o.pid, libjvm.c_str(), slow_path || stock ? "" : ", slow-path probes left detached",
                launch ? "The report comes when the JVM exits." : "Hit Ctrl-C to end.");
