@@ -52,7 +52,7 @@ struct HistInfo {
 };
 const HistInfo kHists[] = {
     {"tlab_size", "TLAB sizes", "bytes", 1},
-    {"slow_path_latency", "Allocation slow path (enter -> exit)", "usecs", 1},
+    {"slow_path_latency", "Allocation slow path, time per slow path", "usecs", 1},
     {"outside_tlab_size", "Objects allocated outside TLABs", "bytes", 1},
     {"gc_pause_young", "GC pauses, young", "usecs", 1},
     {"gc_pause_full", "GC pauses, full", "usecs", 1},
