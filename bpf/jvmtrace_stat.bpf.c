@@ -155,32 +155,41 @@ int alloc__slow(struct pt_regs *ctx)
 	return 0;
 }
 
+/* A batch is copied out of the JVM with one read (one fault-safe copy
+ * instead of one per record) into this CPU's buffer, then walked. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u8[JT_PLAB_BATCH_MAX_BYTES]);
+} batch_copy SEC(".maps");
+
 struct plab_walk {
-	__u64 records;
+	__u8 *buf;
 	__u64 step;
 };
 
 static long plab_record(__u32 i, void *ctx)
 {
 	struct plab_walk *w = ctx;
-	struct jt_plab_record r;
+	__u64 off = (__u64)i * w->step;
+	struct jt_plab_record *r;
 
-	if (bpf_probe_read_user(&r, sizeof(r), (void *)(w->records + (__u64)i * w->step))) {
-		count(JT_C_PLAB_RECORDS_LOST, 1);
-		return 0;
-	}
-	switch (r.kind) {
+	if (off > JT_PLAB_BATCH_MAX_BYTES - sizeof(*r))
+		return 1;
+	r = (struct jt_plab_record *)(w->buf + off);
+	switch (r->kind) {
 	case JT_PLAB_REC_ALLOC:
 		count(JT_C_PLABS, 1);
-		count(JT_C_PLAB_BYTES, r.bytes);
-		hist(JT_H_PLAB_BYTES, r.bytes);
+		count(JT_C_PLAB_BYTES, r->bytes);
+		hist(JT_H_PLAB_BYTES, r->bytes);
 		break;
 	case JT_PLAB_REC_RETIRE:
-		count(JT_C_PLAB_WASTE_BYTES, r.bytes - r.used_bytes);
+		count(JT_C_PLAB_WASTE_BYTES, r->bytes - r->used_bytes);
 		break;
 	case JT_PLAB_REC_DIRECT:
 		count(JT_C_PROMOTED_DIRECT, 1);
-		count(JT_C_PROMOTED_DIRECT_BYTES, r.bytes);
+		count(JT_C_PROMOTED_DIRECT_BYTES, r->bytes);
 		break;
 	}
 	return 0;
@@ -190,15 +199,25 @@ static long plab_record(__u32 i, void *ctx)
 SEC("usdt")
 int plab__batch(struct pt_regs *ctx)
 {
-	struct plab_walk w = { .records = arg(ctx, 0), .step = (__u32)arg(ctx, 2) };
-	__u32 n = arg(ctx, 1);
+	static const __u32 zero = 0;
+	struct plab_walk w = { .buf = bpf_map_lookup_elem(&batch_copy, &zero), .step = (__u32)arg(ctx, 2) };
+	__u32 n = arg(ctx, 1), fit;
+	__u64 len;
 
 	count(JT_C_PLAB_BATCHES, 1);
-	if (w.step < sizeof(struct jt_plab_record)) { /* not the contract's layout */
+	if (!w.buf || w.step < sizeof(struct jt_plab_record)) { /* not the contract's layout */
 		count(JT_C_PLAB_RECORDS_LOST, n);
 		return 0;
 	}
-	if (n > 65536) { /* the VM flushes at 256: more is not a batch */
+	fit = JT_PLAB_BATCH_MAX_BYTES / w.step;
+	if (n > fit) { /* the VM flushes at 256: more is not a batch */
+		count(JT_C_PLAB_RECORDS_LOST, n - fit);
+		n = fit;
+	}
+	len = (__u64)n * w.step;
+	if (len > JT_PLAB_BATCH_MAX_BYTES)
+		return 0;
+	if (len && bpf_probe_read_user(w.buf, len, (void *)arg(ctx, 0))) {
 		count(JT_C_PLAB_RECORDS_LOST, n);
 		return 0;
 	}
