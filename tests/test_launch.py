@@ -287,6 +287,11 @@ def test_ctrl_c_is_the_programs_and_the_trace_ends_with_the_jvm(jdks, java_class
     def controlling_tty():
         os.setsid()
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        # A terminal user's session: Ctrl-C not ignored, whatever started the
+        # tests (a shell's background job ignores SIGINT, and the JVM, which
+        # keeps an ignored SIGINT ignored, then never exits: seen in a CI
+        # simulation started with `&`).
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
 
     rec = subprocess.Popen([str(JVMTRACE), "record", "-o", str(out), "--", java(jdks), "-cp", str(java_classes),
                             "Launched", "wait"], stdin=slave, stdout=slave, stderr=slave, preexec_fn=controlling_tty,
@@ -313,7 +318,7 @@ def test_ctrl_c_is_the_programs_and_the_trace_ends_with_the_jvm(jdks, java_class
         assert rc == 130, b"".join(seen)
     finally:
         if rec.poll() is None:
-            rec.kill()
+            os.killpg(rec.pid, signal.SIGKILL)  # record and the JVM: its session's group
             rec.wait()
         reader.join(10)
         os.close(master)
