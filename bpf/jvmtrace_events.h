@@ -27,6 +27,7 @@ enum jt_probe {
 	 * of the probes it stands for, so these never reach a trace file. */
 	JT_K_ALLOC_SLOW = 0x40,  /* alloc__slow: 10 arguments, stack id after */
 	JT_K_PLAB_BATCH = 0x41,  /* plab__batch: 3 arguments, then the records */
+	JT_K_ALLOC_BATCH = 0x42, /* alloc__batch: 3 arguments, then the records */
 };
 
 /* Arguments of a trace event (the trace format's probes). */
@@ -83,5 +84,29 @@ enum jt_plab_record_kind { JT_PLAB_REC_ALLOC = 0, JT_PLAB_REC_RETIRE = 1, JT_PLA
 #define JT_PLAB_RECORD_BYTES 48
 #define JT_PLAB_BATCH_MAX_BYTES (16 << 10)
 #define JT_PLAB_BATCH_EVENT_SIZE (JT_EVENT_SIZE(3) + JT_PLAB_BATCH_MAX_BYTES)
+
+/* alloc__batch: as plab__batch, with records of this layout
+ * (usdt/jvmtrace.d's); the VM sends at most 128 a batch. */
+struct jt_alloc_record {
+	__u64 start_ns;            /* CLOCK_MONOTONIC at slow-path entry; 0: not measured */
+	__u64 end_ns;              /* CLOCK_MONOTONIC at its end */
+	__u64 address;
+	__u64 alloc_bytes;
+	__u64 tlab_bytes;          /* outcomes 1 and 3 */
+	__u64 retired_waste_bytes; /* outcomes 1 and 3 */
+	__u64 class_name;          /* the name's address (not NUL-terminated) */
+	__u32 gcs;
+	__s32 tid;                 /* the allocating thread */
+	__u32 class_name_len;
+	__u8 outcome;              /* alloc__slow__exit's */
+	__u8 pad[3];
+};
+#define JT_ALLOC_RECORD_BYTES 72
+#define JT_ALLOC_BATCH_MAX_BYTES (16 << 10)
+#define JT_ALLOC_BATCH_EVENT_SIZE (JT_EVENT_SIZE(3) + JT_ALLOC_BATCH_MAX_BYTES)
+#ifdef __cplusplus
+static_assert(sizeof(struct jt_plab_record) == JT_PLAB_RECORD_BYTES, "plab__batch's record");
+static_assert(sizeof(struct jt_alloc_record) == JT_ALLOC_RECORD_BYTES, "alloc__batch's record");
+#endif
 
 #endif /* JVMTRACE_EVENTS_H */

@@ -78,6 +78,23 @@ struct batch_walk {
 	__u32 tid;
 };
 
+/* A zeroed event for one batch record, or NULL (the ring buffer is full:
+ * counted in dropped). */
+static __always_inline struct jt_raw_event *record_event(__u32 probe, __u32 tid)
+{
+	struct jt_raw_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		__sync_fetch_and_add(&dropped, 1);
+		return NULL;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->ts_ns = bpf_ktime_get_ns();
+	e->probe = probe;
+	e->tid = tid;
+	return e;
+}
+
 static long raw_plab_record(__u32 i, void *ctx)
 {
 	struct batch_walk *w = ctx;
@@ -86,15 +103,8 @@ static long raw_plab_record(__u32 i, void *ctx)
 
 	if (bpf_probe_read_user(&r, sizeof(r), (void *)(w->records + (__u64)i * w->step)))
 		return 1;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		__sync_fetch_and_add(&dropped, 1);
+	if (!(e = record_event(JT_RAW_PLAB_RECORD, w->tid)))
 		return 0;
-	}
-	__builtin_memset(e, 0, sizeof(*e));
-	e->ts_ns = bpf_ktime_get_ns();
-	e->probe = JT_RAW_PLAB_RECORD;
-	e->tid = w->tid;
 	e->args[0] = r.ts_ns;
 	e->args[1] = r.address;
 	e->args[2] = r.bytes;
@@ -107,21 +117,64 @@ static long raw_plab_record(__u32 i, void *ctx)
 	return 0;
 }
 
-/* The batch's own line, then one line per record. */
-SEC("usdt") int plab__batch(struct pt_regs *ctx)
+/* A batch hit (records, count, record_bytes, tid): the batch's own line
+ * (probe kind), then one line per record through walk. */
+static __always_inline int raw_batch(struct pt_regs *ctx, __u32 kind, __u64 record_size,
+				     long (*walk)(__u32 i, void *ctx))
 {
 	long records = 0, count = 0, step = 0;
 	struct batch_walk w;
 
-	emit(ctx, JT_K_PLAB_BATCH, -1, -1, -1);
+	emit(ctx, kind, -1, -1, -1);
 	bpf_usdt_arg(ctx, 0, &records);
 	bpf_usdt_arg(ctx, 1, &count);
 	bpf_usdt_arg(ctx, 2, &step);
-	if ((__u64)step < sizeof(struct jt_plab_record) || (__u64)count > 65536)
+	if ((__u64)step < record_size || (__u64)count > 65536)
 		return 0;
 	w.records = records;
 	w.step = step;
 	w.tid = (__u32)bpf_get_current_pid_tgid();
-	bpf_loop((__u32)count, raw_plab_record, &w, 0);
+	bpf_loop((__u32)count, walk, &w, 0);
 	return 0;
+}
+
+SEC("usdt") int plab__batch(struct pt_regs *ctx)
+{
+	return raw_batch(ctx, JT_K_PLAB_BATCH, sizeof(struct jt_plab_record), raw_plab_record);
+}
+
+static long raw_alloc_record(__u32 i, void *ctx)
+{
+	struct batch_walk *w = ctx;
+	struct jt_alloc_record r;
+	struct jt_raw_event *e;
+	__u32 len;
+
+	if (bpf_probe_read_user(&r, sizeof(r), (void *)(w->records + (__u64)i * w->step)))
+		return 1;
+	if (!(e = record_event(JT_RAW_ALLOC_RECORD, w->tid)))
+		return 0;
+	e->args[0] = r.start_ns;
+	e->args[1] = r.end_ns;
+	e->args[2] = r.address;
+	e->args[3] = r.alloc_bytes;
+	e->args[4] = r.tlab_bytes;
+	e->args[5] = r.retired_waste_bytes;
+	e->args[6] = r.class_name;
+	e->args[7] = r.gcs;
+	e->args[8] = r.tid;
+	e->args[9] = r.class_name_len;
+	e->args[10] = r.outcome;
+	len = r.class_name_len;
+	if (len > JT_RAW_STR_MAX - 1)
+		len = JT_RAW_STR_MAX - 1;
+	if (r.class_name && len)
+		bpf_probe_read_user(e->str[0], len & (JT_RAW_STR_MAX - 1), (void *)r.class_name);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("usdt") int alloc__batch(struct pt_regs *ctx)
+{
+	return raw_batch(ctx, JT_K_ALLOC_BATCH, sizeof(struct jt_alloc_record), raw_alloc_record);
 }

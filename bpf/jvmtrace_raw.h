@@ -11,7 +11,10 @@
 
 /* One record of a plab__batch, as its own raw event after the batch's:
  * args = ts_ns, address, bytes, used_bytes, gc_id, tid, kind, dest. */
-#define JT_RAW_PLAB_RECORD 0x42
+#define JT_RAW_PLAB_RECORD 0x80
+/* One record of an alloc__batch, likewise: args = the record's fields in
+ * order (start_ns ... outcome), str[0] its class name. */
+#define JT_RAW_ALLOC_RECORD 0x81
 #define JT_RAW_STR_MAX 64 /* bytes kept of a string argument, NUL included */
 
 struct jt_raw_event {

@@ -64,19 +64,22 @@ static __always_inline int emit_pause(struct pt_regs *ctx, __u16 probe)
 	return 0;
 }
 
-/* A batch of PLAB records is copied whole into the ring buffer; it is built
+/* A batch of records is copied whole into the ring buffer; it is built
  * here first (too large for the BPF stack), one per CPU. */
+#define BATCH_MAX_BYTES (JT_PLAB_BATCH_MAX_BYTES > JT_ALLOC_BATCH_MAX_BYTES ? \
+			 JT_PLAB_BATCH_MAX_BYTES : JT_ALLOC_BATCH_MAX_BYTES)
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u8[JT_PLAB_BATCH_EVENT_SIZE]);
+	__type(value, __u8[JT_EVENT_SIZE(3) + BATCH_MAX_BYTES]);
 } batch_scratch SEC(".maps");
 
-/* plab__batch(records, count, record_bytes, tid): one record holds them all;
- * user space expands it into the plab__alloc/retire and promote__direct
- * events the records stand for. */
-static __always_inline int emit_plab_batch(struct pt_regs *ctx)
+/* plab__batch / alloc__batch(records, count, record_bytes, tid): one ring
+ * buffer record holds them all; user space expands it into the events of
+ * the probes the records stand for (plab__alloc, plab__retire and
+ * promote__direct; alloc__slow). */
+static __always_inline int emit_batch(struct pt_regs *ctx, __u16 kind, __u64 max_bytes)
 {
 	static const __u32 zero = 0;
 	__u8 *buf = bpf_map_lookup_elem(&batch_scratch, &zero);
@@ -90,11 +93,13 @@ static __always_inline int emit_plab_batch(struct pt_regs *ctx)
 	bpf_usdt_arg(ctx, 1, &count);
 	bpf_usdt_arg(ctx, 2, &record_bytes);
 	len = (__u64)(__u32)count * (__u64)(__u32)record_bytes;
-	if (len > JT_PLAB_BATCH_MAX_BYTES)
-		len = JT_PLAB_BATCH_MAX_BYTES;
+	if (len > max_bytes)
+		len = max_bytes;
+	if (len > BATCH_MAX_BYTES)
+		len = BATCH_MAX_BYTES;
 	e->ts_ns = bpf_ktime_get_ns();
 	e->tid = (__u32)bpf_get_current_pid_tgid();
-	e->probe = JT_K_PLAB_BATCH;
+	e->probe = kind;
 	e->nargs = 3;
 	e->args[0] = records;
 	e->args[1] = (__u32)count;
@@ -123,4 +128,18 @@ SEC("usdt") int gc__pause__end(struct pt_regs *ctx) { return emit_pause(ctx, JT_
 /* One hit per event: record attaches these instead of the probes above when
  * the JVM has them. */
 SEC("usdt") int alloc__slow(struct pt_regs *ctx) { return emit(ctx, JT_K_ALLOC_SLOW, 10, 1, -1, true); }
-SEC("usdt") int plab__batch(struct pt_regs *ctx) { return emit_plab_batch(ctx); }
+SEC("usdt") int plab__batch(struct pt_regs *ctx) { return emit_batch(ctx, JT_K_PLAB_BATCH, JT_PLAB_BATCH_MAX_BYTES); }
+SEC("usdt") int alloc__batch(struct pt_regs *ctx) { return emit_batch(ctx, JT_K_ALLOC_BATCH, JT_ALLOC_BATCH_MAX_BYTES); }
+
+/* alloc__drain(flushed_ns): attached only while record ends; every
+ * alloc__batch record up to drained_ns is in the ring buffer. */
+__u64 drained_ns = 0;
+SEC("usdt") int alloc__drain(struct pt_regs *ctx)
+{
+	long t = 0;
+
+	bpf_usdt_arg(ctx, 0, &t);
+	if ((__u64)t > drained_ns)
+		drained_ns = t;
+	return 0;
+}

@@ -31,7 +31,7 @@ static __always_inline void count_slow_path(__u32 outcome)
 SEC("usdt")
 int tlab__refill(struct pt_regs *ctx)
 {
-	stat_tlab_refill(arg(ctx, 1), arg(ctx, 5), arg(ctx, 3), arg(ctx, 4));
+	stat_tlab_refill(current_tid(), arg(ctx, 1), arg(ctx, 5), arg(ctx, 3), arg(ctx, 4));
 	return 0;
 }
 
@@ -61,7 +61,7 @@ int alloc__slow__exit(struct pt_regs *ctx)
 
 	count_slow_path(outcome);
 	if (outcome == 2 || outcome == 4)
-		stat_outside(arg(ctx, 1), s ? s->class_key : 0, s ? s->name_len : 0);
+		stat_outside(current_tid(), arg(ctx, 1), s ? s->class_key : 0, s ? s->name_len : 0);
 	/* Without its enter (attached mid-slow-path, or the enter not
 	 * remembered) there is no latency: counted. */
 	if (s) {
@@ -135,25 +135,35 @@ int promote__direct(struct pt_regs *ctx)
 /* One hit per event: stat attaches these two instead of the five probes
  * they stand for when the JVM has them (userspace/stat_command.cpp). */
 
+/* One slow path of tid, as alloc__slow and each alloc__batch record report
+ * it.  start_ns 0: attached while it ran, its time not taken. */
+static __always_inline void stat_slow_path(__u32 tid, __u32 outcome, __u64 alloc_bytes, __u64 class_key,
+					   __u32 name_len, __u64 tlab_bytes, __u64 waste, __u64 start_ns,
+					   __u64 duration_ns)
+{
+	count_slow_path(outcome);
+	if (outcome == 1 || outcome == 3)
+		stat_tlab_refill(tid, tlab_bytes, waste, class_key, name_len);
+	else if (outcome == 2 || outcome == 4)
+		stat_outside(tid, alloc_bytes, class_key, name_len);
+	if (start_ns)
+		hist(JT_H_SLOW_US, duration_ns / 1000);
+	else
+		count(JT_C_SLOW_EXIT_UNPAIRED, 1);
+}
+
 /* alloc__slow(alloc_bytes, class_name, class_name_len, outcome, tlab_bytes,
  *             duration_ns, address, retired_waste_bytes, gcs, start_ns, tid) */
 SEC("usdt")
 int alloc__slow(struct pt_regs *ctx)
 {
-	__u32 outcome = arg(ctx, 3);
-
-	count_slow_path(outcome);
-	if (outcome == 1 || outcome == 3)
-		stat_tlab_refill(arg(ctx, 4), arg(ctx, 7), arg(ctx, 1), arg(ctx, 2));
-	else if (outcome == 2 || outcome == 4)
-		stat_outside(arg(ctx, 0), arg(ctx, 1), arg(ctx, 2));
-	/* start_ns 0: attached while this slow path ran, its time not taken. */
-	if (arg(ctx, 9))
-		hist(JT_H_SLOW_US, (__u64)arg(ctx, 5) / 1000);
-	else
-		count(JT_C_SLOW_EXIT_UNPAIRED, 1);
+	stat_slow_path(current_tid(), arg(ctx, 3), arg(ctx, 0), arg(ctx, 1), arg(ctx, 2), arg(ctx, 4), arg(ctx, 7),
+		       arg(ctx, 9), arg(ctx, 5));
 	return 0;
 }
+
+#define JT_BATCH_COPY_BYTES (JT_PLAB_BATCH_MAX_BYTES > JT_ALLOC_BATCH_MAX_BYTES ? \
+			     JT_PLAB_BATCH_MAX_BYTES : JT_ALLOC_BATCH_MAX_BYTES)
 
 /* A batch is copied out of the JVM with one read (one fault-safe copy
  * instead of one per record) into this CPU's buffer, then walked. */
@@ -161,23 +171,31 @@ struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u8[JT_PLAB_BATCH_MAX_BYTES]);
+	__type(value, __u8[JT_BATCH_COPY_BYTES]);
 } batch_copy SEC(".maps");
 
-struct plab_walk {
+struct batch_walk {
 	__u8 *buf;
 	__u64 step;
 };
 
+/* Record i of a copied batch (size bytes of it inside the buffer), or NULL. */
+static __always_inline void *batch_record(void *ctx, __u32 i, __u64 size)
+{
+	struct batch_walk *w = ctx;
+	__u64 off = (__u64)i * w->step;
+
+	if (off > JT_BATCH_COPY_BYTES - size)
+		return NULL;
+	return w->buf + off;
+}
+
 static long plab_record(__u32 i, void *ctx)
 {
-	struct plab_walk *w = ctx;
-	__u64 off = (__u64)i * w->step;
-	struct jt_plab_record *r;
+	struct jt_plab_record *r = batch_record(ctx, i, sizeof(*r));
 
-	if (off > JT_PLAB_BATCH_MAX_BYTES - sizeof(*r))
+	if (!r)
 		return 1;
-	r = (struct jt_plab_record *)(w->buf + off);
 	switch (r->kind) {
 	case JT_PLAB_REC_ALLOC:
 		count(JT_C_PLABS, 1);
@@ -195,32 +213,93 @@ static long plab_record(__u32 i, void *ctx)
 	return 0;
 }
 
+/* A batch hit (records, count, record_bytes, tid): copies the records into
+ * this CPU's buffer for w and returns how many to walk; records that cannot
+ * be (a size below the contract's, more than fit, unreadable) are counted in
+ * lost.  batches counts the hit. */
+static __always_inline __u32 copy_batch(struct pt_regs *ctx, struct batch_walk *w, __u64 record_size,
+					__u32 batches, __u32 lost)
+{
+	static const __u32 zero = 0;
+	__u32 n = arg(ctx, 1), fit;
+	__u64 len;
+
+	w->buf = bpf_map_lookup_elem(&batch_copy, &zero);
+	w->step = (__u32)arg(ctx, 2);
+	count(batches, 1);
+	if (!w->buf || w->step < record_size) { /* not the contract's layout */
+		count(lost, n);
+		return 0;
+	}
+	fit = JT_BATCH_COPY_BYTES / w->step;
+	if (n > fit) { /* the VM flushes at 256 (PLABs) or 128 (slow paths): more is not a batch */
+		count(lost, n - fit);
+		n = fit;
+	}
+	len = (__u64)n * w->step;
+	if (len > JT_BATCH_COPY_BYTES)
+		return 0;
+	if (len && bpf_probe_read_user(w->buf, len, (void *)arg(ctx, 0))) {
+		count(lost, n);
+		return 0;
+	}
+	return n;
+}
+
 /* plab__batch(records, count, record_bytes, tid) */
 SEC("usdt")
 int plab__batch(struct pt_regs *ctx)
 {
-	static const __u32 zero = 0;
-	struct plab_walk w = { .buf = bpf_map_lookup_elem(&batch_copy, &zero), .step = (__u32)arg(ctx, 2) };
-	__u32 n = arg(ctx, 1), fit;
-	__u64 len;
+	struct batch_walk w;
+	__u32 n = copy_batch(ctx, &w, sizeof(struct jt_plab_record), JT_C_PLAB_BATCHES, JT_C_PLAB_RECORDS_LOST);
 
-	count(JT_C_PLAB_BATCHES, 1);
-	if (!w.buf || w.step < sizeof(struct jt_plab_record)) { /* not the contract's layout */
-		count(JT_C_PLAB_RECORDS_LOST, n);
-		return 0;
-	}
-	fit = JT_PLAB_BATCH_MAX_BYTES / w.step;
-	if (n > fit) { /* the VM flushes at 256: more is not a batch */
-		count(JT_C_PLAB_RECORDS_LOST, n - fit);
-		n = fit;
-	}
-	len = (__u64)n * w.step;
-	if (len > JT_PLAB_BATCH_MAX_BYTES)
-		return 0;
-	if (len && bpf_probe_read_user(w.buf, len, (void *)arg(ctx, 0))) {
-		count(JT_C_PLAB_RECORDS_LOST, n);
-		return 0;
-	}
 	bpf_loop(n, plab_record, &w, 0);
+	return 0;
+}
+
+/* stat's window on alloc__batch records, by their end: [window_start_ns,
+ * window_end_ns], set by user space (0: open).  Records of slow paths that
+ * ended before the attach (left from an earlier tracer) or after stat's end
+ * (while it waits for alloc__drain) are not counted, so that every tool
+ * attached over the same time counts the same slow paths. */
+__u64 window_start_ns = 0;
+__u64 window_end_ns = 0;
+/* alloc__drain's latest flushed_ns: every record up to it has been seen. */
+__u64 drained_ns = 0;
+
+static long alloc_record(__u32 i, void *ctx)
+{
+	struct jt_alloc_record *r = batch_record(ctx, i, sizeof(*r));
+
+	if (!r)
+		return 1;
+	if (r->end_ns < window_start_ns || (window_end_ns && r->end_ns > window_end_ns)) {
+		count(JT_C_ALLOC_RECORDS_OUTSIDE, 1);
+		return 0;
+	}
+	stat_slow_path((__u32)r->tid, r->outcome, r->alloc_bytes, r->class_name, r->class_name_len, r->tlab_bytes,
+		       r->retired_waste_bytes, r->start_ns, r->end_ns - r->start_ns);
+	return 0;
+}
+
+/* alloc__batch(records, count, record_bytes, tid) */
+SEC("usdt")
+int alloc__batch(struct pt_regs *ctx)
+{
+	struct batch_walk w;
+	__u32 n = copy_batch(ctx, &w, sizeof(struct jt_alloc_record), JT_C_ALLOC_BATCHES, JT_C_ALLOC_RECORDS_LOST);
+
+	bpf_loop(n, alloc_record, &w, 0);
+	return 0;
+}
+
+/* alloc__drain(flushed_ns): attached only while stat ends. */
+SEC("usdt")
+int alloc__drain(struct pt_regs *ctx)
+{
+	__u64 t = arg(ctx, 0);
+
+	if (t > drained_ns)
+		drained_ns = t;
 	return 0;
 }

@@ -61,6 +61,10 @@ enum jt_counter {
 	JT_C_PAUSE_END_UNPAIRED, /* gc__pause__end with no remembered start: its length not measured */
 	JT_C_PLAB_BATCHES,       /* plab__batch hits: PLAB events reported together */
 	JT_C_PLAB_RECORDS_LOST,  /* batch records that could not be read: a drop */
+	JT_C_ALLOC_BATCHES,      /* alloc__batch hits: slow paths reported together */
+	JT_C_ALLOC_RECORDS_LOST, /* alloc__batch records that could not be read: a drop */
+	JT_C_ALLOC_RECORDS_OUTSIDE, /* alloc__batch records of slow paths that ended before the
+	                          * attach or after the end: not counted (not a drop) */
 	JT_COUNTER_COUNT,
 };
 

@@ -30,7 +30,7 @@ int BPF_KPROBE(send_allocation_in_new_tlab, __u64 klass, __u64 obj, __u64 tlab_b
 	__u64 body, len;
 
 	hotspot_class_name(klass, klass_name_off, symbol_length_off, symbol_body_off, &body, &len);
-	stat_tlab_refill(tlab_bytes, 0, body, len);
+	stat_tlab_refill(current_tid(), tlab_bytes, 0, body, len);
 	return 0;
 }
 
@@ -40,7 +40,7 @@ int BPF_KPROBE(send_allocation_outside_tlab, __u64 klass, __u64 obj, __u64 alloc
 	__u64 body, len;
 
 	hotspot_class_name(klass, klass_name_off, symbol_length_off, symbol_body_off, &body, &len);
-	stat_outside(alloc_bytes, body, len);
+	stat_outside(current_tid(), alloc_bytes, body, len);
 	return 0;
 }
 

@@ -107,10 +107,15 @@ static __always_inline void announce(__u64 key, __u32 kind, __u32 name_len)
 		count(JT_C_NAMES_LOST, 1);
 }
 
-static __always_inline struct jt_thread_val *thread_val(void)
+/* The firing thread's tid (a batch's records name their own threads). */
+static __always_inline __u32 current_tid(void)
+{
+	return (__u32)bpf_get_current_pid_tgid();
+}
+
+static __always_inline struct jt_thread_val *thread_val(__u32 tid)
 {
 	static const struct jt_thread_val zero;
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	bool created;
 	struct jt_thread_val *t = map_lookup_or_try_init(&threads, &tid, &zero, &created);
 	if (!t)
@@ -136,7 +141,7 @@ static __always_inline struct jt_class_val *class_val(__u64 key, __u32 name_len)
 	return c;
 }
 
-static __always_inline void stat_tlab_refill(__u64 bytes, __u64 waste, __u64 class_key, __u32 name_len)
+static __always_inline void stat_tlab_refill(__u32 tid, __u64 bytes, __u64 waste, __u64 class_key, __u32 name_len)
 {
 	struct jt_thread_val *t;
 	struct jt_class_val *c;
@@ -145,7 +150,7 @@ static __always_inline void stat_tlab_refill(__u64 bytes, __u64 waste, __u64 cla
 	count(JT_C_TLAB_BYTES, bytes);
 	count(JT_C_TLAB_WASTE_BYTES, waste);
 	hist(JT_H_TLAB_BYTES, bytes);
-	if ((t = thread_val())) {
+	if ((t = thread_val(tid))) {
 		__sync_fetch_and_add(&t->tlab_refills, 1);
 		__sync_fetch_and_add(&t->tlab_bytes, bytes);
 	}
@@ -156,7 +161,7 @@ static __always_inline void stat_tlab_refill(__u64 bytes, __u64 waste, __u64 cla
 }
 
 /* An object allocated outside any TLAB, of a known class (class_key 0: unknown). */
-static __always_inline void stat_outside(__u64 bytes, __u64 class_key, __u32 name_len)
+static __always_inline void stat_outside(__u32 tid, __u64 bytes, __u64 class_key, __u32 name_len)
 {
 	struct jt_thread_val *t;
 	struct jt_class_val *c;
@@ -164,7 +169,7 @@ static __always_inline void stat_outside(__u64 bytes, __u64 class_key, __u32 nam
 	count(JT_C_OUTSIDE_ALLOCS, 1);
 	count(JT_C_OUTSIDE_BYTES, bytes);
 	hist(JT_H_OUTSIDE_BYTES, bytes);
-	if ((t = thread_val())) {
+	if ((t = thread_val(tid))) {
 		__sync_fetch_and_add(&t->outside_allocs, 1);
 		__sync_fetch_and_add(&t->outside_bytes, bytes);
 	}

@@ -4,6 +4,7 @@
 #
 #   scripts/install-deps.sh            # build + run + test packages
 #   scripts/install-deps.sh --jdk-build  # also what building HotSpot needs
+#   scripts/install-deps.sh --bench      # also the benchmarks' programs (bench/)
 set -euo pipefail
 
 runtime=(build-essential cmake pkg-config clang llvm libclang-rt-14-dev libbpf-dev libelf-dev zlib1g-dev
@@ -17,11 +18,15 @@ jdk_build=(autoconf zip unzip file ccache dpkg-dev
            libcups2-dev libasound2-dev libfontconfig1-dev libfreetype-dev
            libx11-dev libxext-dev libxrender-dev libxrandr-dev libxtst-dev libxt-dev)
 
+# Real programs only the benchmarks run (bench/cpu_overhead.py --program sunflow).
+bench=(sunflow)
+
 want=("${runtime[@]}" "${corpus[@]}")
 case "${1:-}" in
   --jdk-build) want+=("${jdk_build[@]}") ;;
+  --bench) want+=("${bench[@]}") ;;
   "") ;;
-  -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "install-deps.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
 esac
 

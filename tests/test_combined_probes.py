@@ -1,11 +1,15 @@
-"""The combined probes (alloc__slow, plab__batch) report exactly what the
-separate ones report, on the real patched JVM: one hit per slow path and one
-per batch of PLAB events instead of three per refill and two per PLAB.
+"""The combined probes (alloc__slow, plab__batch) and the batched ones
+(alloc__batch, plab__batch) report exactly what the separate ones report, on
+the real patched JVM: one hit per slow path, or per batch of a thread's slow
+paths, and one per batch of PLAB events, instead of three per refill and two
+per PLAB.
 
 Both sets fire in the same run (each has its own semaphores), so the
 comparisons are event for event, not statistical."""
 import json
+import signal
 import subprocess
+import time
 from collections import Counter, defaultdict
 
 import pytest
@@ -17,6 +21,7 @@ from test_jvm_probes import GCS, java_cmd
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
 RAWDUMP = BUILD_DIR / "userspace/jvmtrace-rawdump"
 PLAB_KINDS = {"plab__alloc": 0, "plab__retire": 1, "promote__direct": 2}
+PROBE_SETS = ("batched", "combined", "separate")
 
 
 def held_jvm(jdks, java_classes, gc, main, *args):
@@ -63,7 +68,7 @@ def test_each_combined_hit_equals_the_separate_hits_it_stands_for(jdks, java_cla
     hits (thread, address, sizes, destination), and arrive before its
     gc__end."""
     proc, out = held_jvm(jdks, java_classes, gc, "AllocWorker", 5_000_000)
-    dump, derr = attach([str(RAWDUMP), "-p", str(proc.pid)], "attached 12 probes")
+    dump, derr = attach([str(RAWDUMP), "-p", str(proc.pid)], "attached 13 probes")
     try:
         release_and_wait(proc, out)
     finally:
@@ -100,9 +105,9 @@ def test_each_combined_hit_equals_the_separate_hits_it_stands_for(jdks, java_cla
             else:
                 assert tlab_bytes == 0 and waste == 0
             # The VM's clock is BPF's: the slow path starts after the enter's hit
-            # and ends before this one's (after the exit's: the VM reads its
-            # end once alloc__slow__exit has fired).
-            assert enter[1] <= start and start + duration <= ts and exit_[1] < ts, (enter[1], start, duration, ts)
+            # and ends before the exit's (the VM reads its end before any
+            # probe at the end fires).
+            assert enter[1] <= start and start + duration <= exit_[1] < ts, (enter[1], start, duration, exit_[1])
             checked += 1
     assert checked > 500, checked
 
@@ -131,6 +136,36 @@ def test_each_combined_hit_equals_the_separate_hits_it_stands_for(jdks, java_cla
     batches = sum(1 for e in events if e[0] == "plab__batch")
     assert batches * 4 < sum(records.values()), (batches, sum(records.values()))
 
+    # alloc__batch: per allocating thread, its records are its alloc__slow
+    # hits, field for field and in order (one end time read for both).
+    slow_hits, batch_recs = defaultdict(list), defaultdict(list)
+    for name, ts, tid, a, cls in events:
+        if name == "alloc__slow":
+            alloc_bytes, _, _, outcome, tlab_bytes, duration, address, waste, gcs, start, _ = a
+            slow_hits[tid].append((start, start + duration if start else None, address, alloc_bytes, tlab_bytes,
+                                   waste, gcs, outcome, cls))
+        elif name == "alloc__batch.record":
+            start, end, address, alloc_bytes, tlab_bytes, waste, _, gcs, rtid, _, outcome = a
+            assert end <= ts  # handed over after its end
+            batch_recs[rtid].append((start, end if start else None, address, alloc_bytes, tlab_bytes, waste, gcs,
+                                     outcome, cls))
+    assert set(batch_recs) == set(slow_hits)
+    for tid in slow_hits:
+        assert batch_recs[tid] == slow_hits[tid], tid
+    n_recs = sum(map(len, batch_recs.values()))
+    assert n_recs > 1000, n_recs
+    # Fewer hits: a thread hands over up to 128 records a hit.
+    alloc_batches = sum(1 for e in events if e[0] == "alloc__batch")
+    assert alloc_batches * 8 < n_recs, (alloc_batches, n_recs)
+    # Every slow path that ended before a pause began arrives before it: the
+    # VM thread hands over every buffer once the threads are stopped.
+    later_min_end = float("inf")
+    for name, ts, tid, a, _ in reversed(events):
+        if name == "alloc__batch.record":
+            later_min_end = min(later_min_end, a[1])
+        elif name == "gc__pause__start":
+            assert later_min_end > ts, f"a slow path that ended at {later_min_end} arrived after a pause at {ts}"
+
 
 @pytest.mark.parametrize("gc", GCS)
 def test_record_and_stat_give_the_same_with_either_probe_set(jdks, java_classes, gc, tmp_path):
@@ -141,7 +176,7 @@ def test_record_and_stat_give_the_same_with_either_probe_set(jdks, java_classes,
     and for PLABs are equal."""
     proc, out = held_jvm(jdks, java_classes, gc, "AllocWorker", 5_000_000)
     tools = {}
-    for ps in ("combined", "separate"):
+    for ps in PROBE_SETS:
         path = tmp_path / f"{ps}.jvmtrace"
         tools[("record", ps)] = (attach([str(JVMTRACE), "record", "-p", str(proc.pid), "-o", str(path), "-q",
                                          "--probe-set", ps], "Recording PID")[0], path)
@@ -153,7 +188,7 @@ def test_record_and_stat_give_the_same_with_either_probe_set(jdks, java_classes,
         results = {k: ((p.stdout.read(), p.wait(120)), path) for k, (p, path) in tools.items()}
 
     traces = {}
-    for ps in ("combined", "separate"):
+    for ps in PROBE_SETS:
         (o, e), path = results[("record", ps)]
         d = subprocess.run([str(JVMTRACE), "dump", "--json", str(path)], capture_output=True, text=True, timeout=120)
         assert d.returncode == 0, d.stderr
@@ -172,24 +207,94 @@ def test_record_and_stat_give_the_same_with_either_probe_set(jdks, java_classes,
                 by[(e["args"]["gc_id"], e["tid"])].append((e["probe"], e["args"]))
         return by
 
-    wc, ws = worker_events(traces["combined"]), worker_events(traces["separate"])
-    assert len(ws) > 1500 and wc == ws
+    ws = worker_events(traces["separate"])
+    assert len(ws) > 1500
+    for ps in ("batched", "combined"):
+        assert worker_events(traces[ps]) == ws, ps
     pc, ps_ = plab_events(traces["combined"]), plab_events(traces["separate"])
     common = set(pc) & set(ps_)
     assert sum(len(pc[k]) for k in common) > 200
     for k in common:
         assert pc[k] == ps_[k], k
+    pb = plab_events(traces["batched"])
+    for k in set(pb) & set(ps_):
+        assert pb[k] == ps_[k], k
 
     stats = {}
-    for ps in ("combined", "separate"):
+    for ps in PROBE_SETS:
         (o, e), _ = results[("stat", ps)]
         stats[ps] = json.loads([l for l in o.splitlines() if l.startswith("{")][-1])
         assert stats[ps]["probe_set"] == ps
-    tc = next(t for t in stats["combined"]["threads"] if t["tid"] == worker)
     ts = next(t for t in stats["separate"]["threads"] if t["tid"] == worker)
-    assert tc == ts and tc["tlab_refills"] > 500
-    # PLAB counters: the same collections seen by both (attached before the worker started).
-    c, s = stats["combined"]["counters"], stats["separate"]["counters"]
-    for k in ("plabs", "plab_bytes", "plab_waste_bytes", "promoted_direct", "promoted_direct_bytes", "gc_starts"):
-        assert c[k] == s[k], k
-    assert c["plab_batches"] > 0 and s["plab_batches"] == 0 and c["plab_records_lost"] == 0
+    assert ts["tlab_refills"] > 500
+    s = stats["separate"]["counters"]
+    assert s["plab_batches"] == 0 and s["alloc_batches"] == 0
+    for ps in ("batched", "combined"):
+        assert next(t for t in stats[ps]["threads"] if t["tid"] == worker) == ts, ps
+        # PLAB counters: the same collections seen by all (attached before the worker started).
+        c = stats[ps]["counters"]
+        for k in ("plabs", "plab_bytes", "plab_waste_bytes", "promoted_direct", "promoted_direct_bytes", "gc_starts"):
+            assert c[k] == s[k], (ps, k)
+        assert c["plab_batches"] > 0 and c["plab_records_lost"] == 0
+    b = stats["batched"]["counters"]
+    assert b["alloc_records_lost"] == 0 and 0 < b["alloc_batches"] * 8 < b["slow_paths"], b
+
+
+def test_batched_tools_that_end_on_a_live_jvm_drain_its_buffers(jdks, java_classes, tmp_path):
+    """A thread allocates, then idles (alive) with its last slow paths still
+    in the VM's buffer.  A batched stat and record stopped now must wait for
+    the VM to hand those over (alloc__drain) and so count exactly what a
+    combined stat and record attached over the same time count (one hit per
+    slow path, nothing buffered).  Without the drain the batched tools miss
+    the idle thread's last records, and this fails."""
+    proc = subprocess.Popen(java_cmd(jdks["patched"], java_classes, "G1", 256, "BurstThenIdle", 3_000_000),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = LineReader(proc.stdout)
+    out.wait_for(lambda l: l.startswith("ready"), 60, "the JVM's ready line")
+    tools = {}
+    try:
+        for ps in ("batched", "combined"):
+            path = tmp_path / f"{ps}.jvmtrace"
+            tools[("record", ps)] = (attach([str(JVMTRACE), "record", "-p", str(proc.pid), "-o", str(path), "-q",
+                                             "--probe-set", ps], "Recording PID"), path)
+            tools[("stat", ps)] = (attach([str(JVMTRACE), "stat", "-p", str(proc.pid), "--json", "--probe-set", ps],
+                                          "Attached "), None)
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        burst = int(out.wait_for(lambda l: l.startswith("idle "), 120, "the burst's end").split()[1])
+        results, waited = {}, {}
+        for k, ((p, err), path) in tools.items():
+            t0 = time.monotonic()
+            p.send_signal(signal.SIGINT)
+            o = p.stdout.read()
+            rc = p.wait(30)
+            waited[k] = time.monotonic() - t0
+            results[k] = (o, rc, "\n".join(err.drain(5)), path)
+    finally:
+        for (p, _), _ in tools.values():
+            if p.poll() is None:
+                p.kill()
+        proc.stdin.close()
+        proc.wait(60)
+    for k, (o, rc, err, _) in results.items():
+        assert rc == 0 and "missing" not in err, (k, err)
+    print("seconds from Ctrl-C to exit:", {f"{a} {b}": round(w, 2) for (a, b), w in waited.items()})
+    # The drain waits for one safepoint: about GuaranteedSafepointInterval.
+    assert waited[("stat", "batched")] < 6
+
+    def burst_events(path):
+        d = subprocess.run([str(JVMTRACE), "dump", "--json", str(path)], capture_output=True, text=True, timeout=120)
+        assert d.returncode == 0, d.stderr
+        return [(e["probe"], e["args"]) for e in map(json.loads, d.stdout.splitlines())
+                if e["type"] == "event" and e["tid"] == burst]
+
+    batched, combined = burst_events(results[("record", "batched")][3]), burst_events(results[("record", "combined")][3])
+    assert len(combined) > 1500 and batched == combined
+
+    def burst_row(ps):
+        r = json.loads([l for l in results[("stat", ps)][0].splitlines() if l.startswith("{")][-1])
+        return next(t for t in r["threads"] if t["tid"] == burst), r["counters"]
+
+    (rb, cb), (rc_, _) = burst_row("batched"), burst_row("combined")
+    assert rb == rc_ and rb["tlab_refills"] > 500
+    assert cb["alloc_records_lost"] == 0

@@ -2,6 +2,8 @@
 the probes really compiled into the patched libjvm.so and the fixture agree."""
 import re
 
+import pytest
+
 from helpers import REPO, TYPE_NOTE_SIZE, contract_probes, note_arg_size, usdt_notes
 
 NOP5 = bytes.fromhex("0f1f440000")
@@ -24,12 +26,12 @@ def catalogue_probes(path=REPO / "docs/probes.md"):
     return probes
 
 
-def catalogue_plab_record(path=REPO / "docs/probes.md"):
-    """[(offset, field, type)] from the table under "#### `plab__batch`'s record"."""
+def catalogue_record(probe, path=REPO / "docs/probes.md"):
+    """[(offset, field, type)] from the table under "#### `probe`'s record"."""
     fields, inside = [], False
     for line in path.read_text().splitlines():
         if line.startswith("#"):
-            inside = line.startswith("#### `plab__batch`'s record")
+            inside = line.startswith(f"#### `{probe}`'s record")
             continue
         m = re.match(r"\| (\d+) \| (\w+) \| ([^|]+?) \|", line)
         if inside and m:
@@ -37,10 +39,14 @@ def catalogue_plab_record(path=REPO / "docs/probes.md"):
     return fields
 
 
-def contract_plab_record(path=REPO / "usdt/jvmtrace.d"):
-    """[(offset, field, type)] from the record layout in plab__batch's comment."""
+def contract_record(probe, path=REPO / "usdt/jvmtrace.d"):
+    """[(offset, field, type)], size from the record layout in the comment
+    just above the probe's declaration."""
+    text = path.read_text()
+    decl = text.index(f"probe {probe}(")
+    comment = text[text.rindex("/*", 0, decl):decl]
     fields, off = [], 0
-    for m in re.finditer(r"\*\s+(uint64_t|int32_t|uint32_t|uint8_t)\s+(\w+)(\[(\d+)\])?;", path.read_text()):
+    for m in re.finditer(r"\*\s+(uint64_t|int32_t|uint32_t|uint8_t)\s+(\w+)(\[(\d+)\])?;", comment):
         typ, name, n = m.group(1), m.group(2), int(m.group(4) or 1)
         size = {"uint64_t": 8, "int32_t": 4, "uint32_t": 4, "uint8_t": 1}[typ] * n
         fields.append((off, name, typ if n == 1 else f"{n} bytes"))
@@ -48,27 +54,36 @@ def contract_plab_record(path=REPO / "usdt/jvmtrace.d"):
     return fields, off
 
 
-def test_plab_record_layout_agrees():
-    """The batch record's layout: the contract's comment, the catalogue and
-    the BPF/user-space struct (bpf/jvmtrace_events.h) say the same."""
-    contract, size = contract_plab_record()
-    assert size == 48
-    assert catalogue_plab_record() == contract
-    header = (REPO / "bpf/jvmtrace_events.h").read_text()
-    body = re.search(r"struct jt_plab_record \{(.*?)\};", header, re.S).group(1)
-    c_fields, off = [], 0
+def c_struct_fields(struct, path=REPO / "bpf/jvmtrace_events.h"):
+    """[(offset, field)], size of a struct of __uN/__sN fields in the header."""
+    body = re.search(rf"struct {struct} \{{(.*?)\}};", path.read_text(), re.S).group(1)
+    fields, off = [], 0
     for m in re.finditer(r"__([us])(\d+) (\w+)(\[(\d+)\])?;", body):
         bits, name, n = int(m.group(2)), m.group(3), int(m.group(5) or 1)
-        c_fields.append((off, name))
+        fields.append((off, name))
         off += bits // 8 * n
-    assert off == size
+    return fields, off
+
+
+@pytest.mark.parametrize("probe,struct,size", [("plab__batch", "jt_plab_record", 48),
+                                               ("alloc__batch", "jt_alloc_record", 72)])
+def test_batch_record_layout_agrees(probe, struct, size):
+    """A batch record's layout: the contract's comment, the catalogue and
+    the BPF/user-space struct (bpf/jvmtrace_events.h) say the same, field
+    for field and offset for offset."""
+    contract, contract_size = contract_record(probe)
+    assert contract_size == size
+    assert catalogue_record(probe) == contract
+    c_fields, c_size = c_struct_fields(struct)
+    assert c_size == size
     assert c_fields == [(o, f) for o, f, _ in contract]
+
 
 
 def test_contract_parses_and_has_the_required_probes():
     probes = contract_probes()
     required = {"tlab__refill", "alloc__slow__enter", "alloc__slow__exit", "gc__start", "gc__end",
-                "plab__alloc", "plab__retire", "promote__direct"}
+                "plab__alloc", "plab__retire", "promote__direct", "alloc__batch", "alloc__drain"}
     assert required <= set(probes), f"missing from usdt/jvmtrace.d: {required - set(probes)}"
     for name, args in probes.items():
         for typ, arg in args:

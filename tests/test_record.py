@@ -61,10 +61,13 @@ def fixture_round(i, probe_set="separate"):
               ("gc__pause__end", {"gc_id": i, **pause, "heap_used": U64 - 3, "heap_committed": U64 - 4})]
     if probe_set == "separate":
         return [refill, enter, exit_, *gcs, *plabs, *pauses]
-    return [*gcs, *pauses, enter, *([refill] if i % 6 in (1, 3) else []), exit_, *plabs]
+    slow = [enter, *([refill] if i % 6 in (1, 3) else []), exit_]
+    if probe_set == "batched":  # alloc__batch fires last in a round, after plab__batch
+        return [*gcs, *pauses, *plabs, *slow]
+    return [*gcs, *pauses, *slow, *plabs]
 
 
-@pytest.mark.parametrize("probe_set", ["combined", "separate"])
+@pytest.mark.parametrize("probe_set", ["batched", "combined", "separate"])
 def test_fixture_stream_is_exact_under_four_threads(usdt_fixture, tmp_path, probe_set):
     """Every event of 4 threads x 3000 rounds, each argument, in each thread's
     order; names read once; report's counts agree.  With either probe set."""
@@ -88,7 +91,7 @@ def test_fixture_stream_is_exact_under_four_threads(usdt_fixture, tmp_path, prob
         # clock at its entry, before the round's last GC events were stored)
         ts = [e["ts_ns"] for e in evs if e["probe"] != "alloc__slow__enter" or probe_set == "separate"]
         assert ts == sorted(ts)
-        if probe_set == "combined":  # each start lies before its exit, within the fixture's duration
+        if probe_set != "separate":  # each start lies before its exit, within the fixture's duration
             starts = [e["ts_ns"] for e in evs if e["probe"] == "alloc__slow__enter"]
             exits = [e["ts_ns"] for e in evs if e["probe"] == "alloc__slow__exit"]
             assert all(0 < x - s < 10**8 for s, x in zip(starts, exits))
@@ -271,9 +274,11 @@ def test_attach_and_detach_leave_nothing_behind(jdks, java_classes, tmp_path):
         proc.stdin.write("go\n")
         proc.stdin.flush()
         time.sleep(1)
-        # auto: the combined set (alloc__slow, plab__batch) and the GC and pause probes
-        assert links_and_uprobes()[1] == ["alloc__slow", "gc__end", "gc__pause__end", "gc__pause__start",
-                                          "gc__start", "plab__batch"], "all the programs loaded while recording"
+        # auto: the batched set (alloc__batch, plab__batch; alloc__drain loaded, attached only
+        # as the recording ends) and the GC and pause probes
+        assert links_and_uprobes()[1] == ["alloc__batch", "alloc__drain", "gc__end", "gc__pause__end",
+                                          "gc__pause__start", "gc__start", "plab__batch"], \
+            "all the programs loaded while recording"
         rec.send_signal(signal.SIGINT)
         err = finish(rec)
         assert rec.returncode == 0 and "interrupted" in err, err

@@ -35,16 +35,18 @@ def hist_slots(h):
     return {slot(b["low"]) if b["low"] else 0: b["count"] for b in h["buckets"] if b["count"]}
 
 
-@pytest.mark.parametrize("probe_set", ["combined", "separate"])
-def test_fixture_counts_and_histograms_are_exact_under_four_threads(usdt_fixture, probe_set):
-    """Both probe sets: separate (the fixture fires tlab__refill every round,
-    whatever alloc__slow__exit's outcome) and combined (alloc__slow: a refill
-    for outcomes 1 and 3 only; plab__batch: three records a round)."""
+@pytest.mark.parametrize("probe_set,batch", [("batched", 1), ("batched", 100), ("combined", 1), ("separate", 1)])
+def test_fixture_counts_and_histograms_are_exact_under_four_threads(usdt_fixture, probe_set, batch):
+    """Every probe set: separate (the fixture fires tlab__refill every round,
+    whatever alloc__slow__exit's outcome), combined (alloc__slow: a refill
+    for outcomes 1 and 3 only; plab__batch: three records a round) and
+    batched (alloc__batch, one record a round, in batches of 1 or 100)."""
     threads, rounds = 4, 5000
-    banner = {"combined": "Attached 6 probes (combined", "separate": "Attached 10 probes (separate)"}[probe_set]
+    banner = {"batched": "Attached 6 probes (batched", "combined": "Attached 6 probes (combined",
+              "separate": "Attached 10 probes (separate)"}[probe_set]
     run, r = stat_run([str(usdt_fixture), "--wait-for", "stdin", "--real-tid", "--threads", str(threads),
-                       "--rounds", str(rounds)], "-b", str(usdt_fixture), "--probe-set", probe_set,
-                      attached=banner)
+                       "--rounds", str(rounds), "--batch", str(batch)], "-b", str(usdt_fixture),
+                      "--probe-set", probe_set, attached=banner)
     assert run.target_rc == 0, run.target_err
     assert r["probe_set"] == probe_set
     c, n = r["counters"], threads * rounds
@@ -54,7 +56,9 @@ def test_fixture_counts_and_histograms_are_exact_under_four_threads(usdt_fixture
     exp = {
         "tlab_refills": n_refills, "tlab_bytes": threads * sum(0x10000 + i for i in refilled),
         "tlab_waste_bytes": (n_refills * (U64 - 1)) & M64,
-        "plab_batches": n if probe_set == "combined" else 0, "plab_records_lost": 0,
+        "plab_batches": n if probe_set != "separate" else 0, "plab_records_lost": 0,
+        "alloc_batches": threads * -(-rounds // batch) if probe_set == "batched" else 0,
+        "alloc_records_lost": 0, "alloc_records_outside_window": 0,
         "slow_paths": n, "slow_failed": threads * sum(i % 6 == 0 for i in rng),
         "slow_after_gc": threads * sum(i % 6 in (3, 4) for i in rng),
         "outside_allocs": threads * sum(i % 6 in (2, 4) for i in rng),
@@ -74,7 +78,7 @@ def test_fixture_counts_and_histograms_are_exact_under_four_threads(usdt_fixture
     assert hist_slots(h["outside_tlab_size"]) == dict(
         Counter(slot(i) for i in rng if i % 6 in (2, 4) for _ in range(threads)))
     assert h["slow_path_latency"]["total"] == n
-    if probe_set == "combined":  # the VM-measured 0x500 + i % 256 ns: 1 us each
+    if probe_set != "separate":  # the VM-measured 0x500 + i % 256 ns: 1 us each
         assert hist_slots(h["slow_path_latency"]) == {0: n}
     # Every gc__pause__end is measured or counted as unpaired (ids repeat
     # across the threads, so one thread's start can replace another's); every
@@ -142,7 +146,7 @@ def test_per_cpu_copies_are_summed(usdt_fixture):
         assert ran_on == cpus[:threads], ran_on
         # The fixture lingers: the maps hold their final figures.
         maps = bpf_maps_of(stat.pid)
-        counters = maps[(6, 8, 24)]     # BPF_MAP_TYPE_PERCPU_ARRAY, u64, JT_COUNTER_COUNT
+        counters = maps[(6, 8, 27)]     # BPF_MAP_TYPE_PERCPU_ARRAY, u64, JT_COUNTER_COUNT
         classes = maps[(5, 40, 16384)]  # BPF_MAP_TYPE_PERCPU_HASH, jt_class_val
         refills = [int.from_bytes(v, "little") for v in percpu_values(counters, [0, 0, 0, 0])]
         assert [refills[c] for c in cpus[:threads]] == [rounds] * threads, refills
@@ -251,7 +255,7 @@ def test_interval_reports_grow_and_duration_stops_it(jdks, java_classes):
         LineReader(proc.stdout).wait_for(lambda l: l.startswith("ready"), 60, "ready")
         stat = subprocess.Popen([str(JVMTRACE), "stat", "-p", str(proc.pid), "--json", "-i", "1", "-d", "2.5"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        LineReader(stat.stderr).wait_for(lambda l: l.startswith("Attached 6 probes (combined"), 60, "attach")
+        LineReader(stat.stderr).wait_for(lambda l: l.startswith("Attached 6 probes (batched"), 60, "attach")
         proc.stdin.write("go\n")
         proc.stdin.flush()
         t0 = time.monotonic()

@@ -61,6 +61,44 @@ provider jvmtrace {
 	    uint64_t duration_ns, uint64_t address, uint64_t retired_waste_bytes,
 	    uint32_t gcs, uint64_t start_ns, int32_t tid);
 
+	/* Allocation slow paths of one thread, batched in the VM: what
+	 * alloc__slow reports, one record per slow path, count records of
+	 * record_bytes bytes at address records, valid only while the probe
+	 * fires.  stat and record attach this instead of alloc__slow (one hit
+	 * per batch, not per slow path).  A record (fields are only ever
+	 * appended; a reader steps by record_bytes):
+	 *     uint64_t start_ns;            CLOCK_MONOTONIC at slow-path entry;
+	 *                                   0 if not attached then
+	 *     uint64_t end_ns;              CLOCK_MONOTONIC at its end (always)
+	 *     uint64_t address;             as alloc__slow
+	 *     uint64_t alloc_bytes;
+	 *     uint64_t tlab_bytes;          outcomes 1 and 3, else 0
+	 *     uint64_t retired_waste_bytes; outcomes 1 and 3, else 0
+	 *     uint64_t class_name;          address of the name (not NUL-ended)
+	 *     uint32_t gcs;
+	 *     int32_t  tid;                 the allocating thread
+	 *     uint32_t class_name_len;
+	 *     uint8_t  outcome;             as alloc__slow__exit
+	 *     uint8_t  pad[3];              72 bytes in all
+	 * Records are kept only while this probe is attached.  A thread's
+	 * records are flushed by the thread itself when it holds 128, when its
+	 * oldest is 100 ms old at its next slow path, and as it exits; every
+	 * thread's at every safepoint, by the VM thread (several threads'
+	 * records in one batch), before the safepoint's operation runs: a
+	 * slow path's record arrives before the gc__start and gc__pause__start
+	 * of any collection after it.  tid is the flushing thread. */
+	probe alloc__batch(uint64_t records, uint32_t count,
+	    uint32_t record_bytes, int32_t tid);
+
+	/* Every alloc__batch record made before flushed_ns has been reported.
+	 * Fires on the VM thread at each safepoint while it is attached, after
+	 * that safepoint's alloc__batch hits.  Attaching it also asks the VM
+	 * for a safepoint (a cleanup safepoint, as -Xlog:safepoint shows it)
+	 * once GuaranteedSafepointInterval (1 s by default) has passed without
+	 * one: a tracer attaches it just before it detaches, waits for one hit
+	 * after its own end, and so has every record up to its end. */
+	probe alloc__drain(uint64_t flushed_ns);
+
 	/* Collections ----------------------------------------------------- */
 
 	/* kind: 0 young pause, 1 full pause, 2 concurrent cycle.

@@ -7,7 +7,11 @@
 //   gc__start ts=123 tid=4242 args=7,0x7f..,0x7f..,0,123,456 str0="G1New" str1="System.gc()"
 // and the last line on stderr is "events N dropped D".  A plab__batch hit is
 // followed by one "plab__batch.record" line per record it carries, with
-// args=ts_ns,address,bytes,used_bytes,gc_id,tid,kind,dest.
+// args=ts_ns,address,bytes,used_bytes,gc_id,tid,kind,dest; an alloc__batch
+// hit by "alloc__batch.record" lines, args=start_ns,end_ns,address,
+// alloc_bytes,tlab_bytes,retired_waste_bytes,class_name,gcs,tid,
+// class_name_len,outcome and str0 the class name.  alloc__drain is not
+// attached (it would ask the JVM for safepoints).
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <signal.h>
@@ -94,6 +98,14 @@ int on_event(void* ctx, void* data, size_t size) {
     name = "plab__batch.record";
     nargs = 8;
     tid_arg = 5;
+  } else if (e->probe == JT_K_ALLOC_BATCH) {
+    name = "alloc__batch";
+    nargs = 4;
+    tid_arg = 3;
+  } else if (e->probe == JT_RAW_ALLOC_RECORD) {  // the record's fields in order
+    name = "alloc__batch.record";
+    nargs = 11;
+    tid_arg = 8;
   } else {
     return 0;
   }

@@ -48,7 +48,7 @@ struct Options {
   long buffer_mb = 16;
   long block_kb = 256;
   std::string mode = "auto";
-  std::string probe_set = "auto";  // usdt: combined, separate, or auto (combined if the JVM has it)
+  std::string probe_set = "auto";  // usdt: batched, combined, separate, or auto (the first the JVM has)
   double segment_mb = 0;       // rotate at this size; 0: not by size
   double segment_seconds = 0;  // rotate at this age; 0: not by time
   long keep = 0;        // segments kept (oldest deleted); 0: all
@@ -95,10 +95,13 @@ void usage(FILE* out) {
                "      --mode MODE       usdt: the jvmtrace probes of a patched JVM; stock: uprobes on an\n"
                "                        unpatched HotSpot's own functions (fewer events: docs/stock-mode.md);\n"
                "                        auto (default): usdt if the JVM has the probes, else stock\n"
-               "      --probe-set SET   usdt: combined, one probe hit per allocation slow path (alloc__slow)\n"
-               "                        and per batch of PLAB events (plab__batch); separate, the probes of\n"
+               "      --probe-set SET   usdt: batched, one probe hit per batch of a thread's allocation slow\n"
+               "                        paths (alloc__batch, up to 128) and of PLAB events (plab__batch);\n"
+               "                        combined, one hit per slow path (alloc__slow); separate, the probes of\n"
                "                        each site (three hits per TLAB refill, two per PLAB); auto (default):\n"
-               "                        combined if the JVM has it.  The trace holds the same events either way\n"
+               "                        the first of these the JVM has (combined with --stacks).  The trace\n"
+               "                        holds the same events either way; batched, the recording's end waits\n"
+               "                        (up to 5 s) for the JVM's next safepoint to hand over the rest\n"
                "      --stacks          also the user stack of each TLAB refill and slow-path entry, for\n"
                "                        'jvmtrace flame'.  Java frames need the JVM started with\n"
                "                        -XX:+PreserveFramePointer; they are named from its perf map, which\n"
@@ -171,16 +174,16 @@ bool check_no_segments(const std::string& base, std::string* error) {
   return true;
 }
 
-uint64_t clock_ns(clockid_t c) {
-  timespec ts;
-  clock_gettime(c, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
-}
 
 // --buffer-mb's largest value: the ring buffer's size (bytes) is a map's u32
 // max_entries and a power of two.
 constexpr long kMaxBufferMb = 2048;
 static_assert((static_cast<uint64_t>(kMaxBufferMb) << 20) <= UINT32_MAX, "the ring buffer size fits max_entries");
+
+// How long the end of a batched recording waits for the JVM to hand over its
+// buffered slow paths: its next safepoint, at most two
+// GuaranteedSafepointInterval (1 s by default) away.
+constexpr double kDrainTimeout = 5.0;
 
 // Distinct user stacks the kernel keeps for --stacks (64 frames each: 8 MiB);
 // a stack first seen with the map full is not captured (and counted).
@@ -219,6 +222,7 @@ class Recorder {
     if (probe == JT_K_PLAB_BATCH) return add_plab_batch(k, size, has_stack);
     flush_plab_events();
     if (probe == JT_K_ALLOC_SLOW) return add_alloc_slow(k, size, has_stack);
+    if (probe == JT_K_ALLOC_BATCH) return add_alloc_batch(k, size, has_stack);
     const bool pause = probe == JT_GC_PAUSE_START || probe == JT_GC_PAUSE_END;
     if (probe >= JT_PROBE_COUNT || k.nargs > JT_EVENT_MAX_ARGS ||
         size < static_cast<size_t>(JT_EVENT_SIZE(k.nargs + (has_stack ? 1 : 0))) ||
@@ -265,51 +269,116 @@ class Recorder {
   }
 
   // alloc__slow (usdt/jvmtrace.d): the events of the three probes it stands
-  // for, as they would have been recorded: the enter at the slow path's
-  // start (the VM's clock is the kernel's CLOCK_MONOTONIC; none if it was
-  // not measured, as when an attach comes mid-slow-path), the refill (new
-  // TLAB outcomes) and the exit at this hit.  The one stack goes with the
-  // enter and the refill.
+  // for, as they would have been recorded (write_slow_path()); the one
+  // stack goes with the enter and the refill.
   void add_alloc_slow(const jt_event& k, size_t size, bool has_stack) {
     if (k.nargs != 10 || size < static_cast<size_t>(JT_EVENT_SIZE(k.nargs + (has_stack ? 1 : 0)))) {
       malformed_++;
       return;
     }
-    const uint64_t alloc_bytes = k.args[0], outcome = k.args[3], tlab_bytes = k.args[4], address = k.args[6],
-                   waste = k.args[7], gcs = k.args[8], start_ns = k.args[9];
-    const uint64_t cls = klass(k.args[1], k.args[2]);
-    const int64_t stack_id = has_stack ? stack(static_cast<int64_t>(k.args[10])) : -1;
+    SlowPath p;
+    p.tid = k.tid;
+    p.alloc_bytes = k.args[0];
+    p.class_name = k.args[1];
+    p.class_name_len = k.args[2];
+    p.outcome = k.args[3];
+    p.tlab_bytes = k.args[4];
+    p.address = k.args[6];
+    p.waste = k.args[7];
+    p.gcs = k.args[8];
+    p.start_ns = k.args[9];
+    p.end_ns = k.ts_ns;
+    write_slow_path(p, has_stack ? stack(static_cast<int64_t>(k.args[10])) : -2);
+  }
+
+  // alloc__batch: each record is one slow path, as alloc__slow reports it,
+  // of the thread it names, ending at its end_ns (the VM's clock).  Records
+  // of slow paths that ended outside the recording's window (before the
+  // attach: left in the VM by an earlier tracer; after its end, while the
+  // VM's buffers are drained) are left out, as stat leaves them out.
+  void add_alloc_batch(const jt_event& k, size_t size, bool has_stack) {
+    const size_t head = JT_EVENT_SIZE(3);
+    if (has_stack || k.nargs != 3 || size < head) {
+      malformed_++;
+      return;
+    }
+    const uint64_t count = k.args[1], step = k.args[2];
+    if (step < JT_ALLOC_RECORD_BYTES) {  // not the contract's layout: every record lost
+      malformed_ += count;
+      return;
+    }
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(&k) + head;
+    const uint64_t n = std::min<uint64_t>(count, (size - head) / step);
+    for (uint64_t i = 0; i < n; i++) {
+      jt_alloc_record r;
+      std::memcpy(&r, p + i * step, sizeof r);
+      if (r.end_ns < window_start_ns_ || (window_end_ns_ && r.end_ns > window_end_ns_)) {
+        outside_window_++;
+        continue;
+      }
+      SlowPath s;
+      s.tid = static_cast<uint32_t>(r.tid);
+      s.alloc_bytes = r.alloc_bytes;
+      s.class_name = r.class_name;
+      s.class_name_len = r.class_name_len;
+      s.outcome = r.outcome;
+      s.tlab_bytes = r.tlab_bytes;
+      s.address = r.address;
+      s.waste = r.retired_waste_bytes;
+      s.gcs = r.gcs;
+      s.start_ns = r.start_ns;
+      s.end_ns = r.end_ns;
+      write_slow_path(s, -2);
+    }
+    malformed_ += count - n;  // cut in the kernel, or unreadable there: lost, counted
+  }
+
+  struct SlowPath {
+    uint32_t tid = 0;
+    uint64_t alloc_bytes = 0, class_name = 0, class_name_len = 0, outcome = 0, tlab_bytes = 0, address = 0,
+             waste = 0, gcs = 0, start_ns = 0, end_ns = 0;
+  };
+
+  // One slow path as the separate probes would have recorded it: the enter
+  // at its start (the VM's clock is the kernel's CLOCK_MONOTONIC; none if
+  // it was not measured, as when an attach comes mid-slow-path), the refill
+  // (new-TLAB outcomes) and the exit at its end.  stack_id: the trace's
+  // stack for the enter and the refill, -2 for none taken.
+  void write_slow_path(const SlowPath& p, int64_t stack_id) {
+    const uint64_t cls = klass(p.class_name, p.class_name_len);
     trace::Event e;
-    e.thread = thread(k.tid);
-    if (start_ns) {
-      e.ts_ns = start_ns;
+    e.thread = thread(p.tid);
+    if (p.start_ns) {
+      e.ts_ns = p.start_ns;
       e.probe = JT_ALLOC_SLOW_ENTER;
-      e.a[0] = alloc_bytes;
+      e.a[0] = p.alloc_bytes;
       e.a[1] = cls;
       w_->event(e);
-      if (has_stack) w_->event_stack(stack_id);
+      if (stack_id != -2) w_->event_stack(stack_id);
     }
     e = trace::Event{};
-    e.thread = thread(k.tid);
-    e.ts_ns = k.ts_ns;
-    if (outcome == 1 || outcome == 3) {
+    e.thread = thread(p.tid);
+    e.ts_ns = p.end_ns;
+    if (p.outcome == 1 || p.outcome == 3) {
       e.probe = JT_TLAB_REFILL;
-      e.a[0] = address;
-      e.a[1] = tlab_bytes;
-      e.a[2] = alloc_bytes;
+      e.a[0] = p.address;
+      e.a[1] = p.tlab_bytes;
+      e.a[2] = p.alloc_bytes;
       e.a[3] = cls;
-      e.a[5] = waste;
+      e.a[5] = p.waste;
       w_->event(e);
-      if (has_stack) w_->event_stack(stack_id);
+      if (stack_id != -2) w_->event_stack(stack_id);
       e.a[1] = e.a[3] = e.a[5] = 0;
     }
     e.probe = JT_ALLOC_SLOW_EXIT;
-    e.a[0] = address;
-    e.a[1] = alloc_bytes;
-    e.a[2] = outcome;
-    e.a[3] = gcs;
+    e.a[0] = p.address;
+    e.a[1] = p.alloc_bytes;
+    e.a[2] = p.outcome;
+    e.a[3] = p.gcs;
     w_->event(e);
   }
+
+  uint64_t window_start_ns_ = 0, window_end_ns_ = 0;
 
   // plab__batch: each record becomes the plab__alloc, plab__retire or
   // promote__direct event it stands for, at its own time and thread.  The
@@ -499,6 +568,14 @@ class Recorder {
     for (const trace::Event& e : pending_plab_) w_->event(e);
     pending_plab_.clear();
   }
+  // alloc__batch records count from start_ns (set before the attach) to
+  // end_ns (set as the recording ends; 0: open).
+  void set_window(uint64_t start_ns, uint64_t end_ns) {
+    window_start_ns_ = start_ns;
+    window_end_ns_ = end_ns;
+  }
+  uint64_t window_start_ns() const { return window_start_ns_; }
+  uint64_t outside_window_ = 0;  // alloc__batch records outside it: not recorded, not lost
   // Called once, before the first event's records are written.
   void before_first_record(std::function<void()> f) { before_first_ = std::move(f); }
   void capture_stacks(StackSymbolizer* s, int map_fd) {
@@ -598,7 +675,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_o
       stacks = stock_skel->maps.stacks;
     }
   } else {
-    if (!choose_probe_set(o.probe_set, target.probes, &probe_set, &error)) {
+    if (!choose_probe_set(o.probe_set, target.probes, o.stacks, &probe_set, &error)) {
       std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
       writer.discard();
       return 1;
@@ -684,6 +761,9 @@ int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_o
   };
   recorder.before_first_record(write_meta);
 
+  // Batched records count from here (those left in the VM from an earlier
+  // tracer ended before).
+  recorder.set_window(clock_ns(CLOCK_MONOTONIC), 0);
   Links links;
   const bool attached = stock ? stock_target.attach(obj, &links, &error)
                               : attach_jvmtrace_usdt(obj, o.pid, target.binary, &links, &error, &absent);
@@ -705,6 +785,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_o
   std::fprintf(stderr, "Recording PID %d (%zu %s in %s%s) to %s. %s\n", o.pid, links.size(),
                stock ? "uprobes, stock mode" : "probes", target.binary.c_str(),
                stock                                ? ""
+               : probe_set == ProbeSet::kBatched  ? "; batched: one hit per batch of slow paths and of PLAB events"
                : probe_set == ProbeSet::kCombined ? "; combined: one hit per slow path and per PLAB batch"
                                                   : "; separate: a hit per probe site",
                o.output.c_str(),
@@ -801,6 +882,19 @@ int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_o
     if (o.duration > 0 && secs >= o.duration) { reason = trace::kEndDuration; break; }
     if (!process_alive(o.pid)) { reason = trace::kEndTargetExit; break; }
   }
+  // Batched, on a live JVM: the slow paths that ended by now, still in the
+  // VM's buffers, are handed over at its next safepoint; later ones are left
+  // out.  (A JVM that exits hands over everything at its last safepoint.)
+  std::string drain_problem;
+  if (probe_set == ProbeSet::kBatched && !stock && (reason == trace::kEndUser || reason == trace::kEndDuration) &&
+      process_alive(o.pid)) {
+    const uint64_t end_ns = clock_ns(CLOCK_MONOTONIC);
+    recorder.set_window(recorder.window_start_ns(), end_ns);
+    std::string drain_error;
+    const Drain d = drain_alloc_batches(obj, o.pid, target.binary, &usdt_skel->bss->drained_ns, end_ns,
+                                        kDrainTimeout, [&] { ring_buffer__poll(rb.get(), 0); }, &drain_error);
+    drain_problem = drain_note(d, drain_error);
+  }
   // Stop every program at one moment, then detach (uprobes go one at a
   // time, over milliseconds: events of the probes still attached would end
   // the trace inconsistently), then take what is still queued.
@@ -832,6 +926,9 @@ int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_o
                (unsigned long long)writer.lost_total(), lost_detail.c_str(),
                writer.lost_of(trace::kLostRingBuffer) ? " (ring buffer full: try a larger --buffer-mb)" : "",
                o.output.c_str());
+  if (o.verbose && probe_set == ProbeSet::kBatched)
+    std::fprintf(stderr, "jvmtrace record: %llu batched slow paths ended outside the recording (before its attach "
+                 "or after its end): not recorded\n", (unsigned long long)recorder.outside_window_);
   if (o.verbose)
     std::fprintf(stderr, "jvmtrace record: %llu blocks in the last file; the largest block payload %zu bytes "
                  "(the limit: %u); %.1f ms in fsync/fdatasync\n", (unsigned long long)writer.blocks(),
@@ -843,6 +940,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_o
                  (unsigned long long)recorder.stacks_missing_, (unsigned long long)symbolizer->unresolved_jit());
   for (const auto& [err, n] : recorder.stack_errors_)
     std::fprintf(stderr, "jvmtrace record: %llu stack(s) not captured: %s\n", (unsigned long long)n, std::strerror(err));
+  if (!drain_problem.empty()) std::fprintf(stderr, "jvmtrace record: %s\n", drain_problem.c_str());
   if (!ok) {
     std::fprintf(stderr, "jvmtrace record: %s\n", writer.error().c_str());
     return 1;

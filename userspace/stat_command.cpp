@@ -39,7 +39,7 @@ const char* const kCounterNames[] = {
     "plabs",         "plab_bytes",  "plab_waste_bytes", "promoted_direct",      "promoted_direct_bytes",
     "map_full_drops", "names_lost", "gc_inflight_full_drops", "gc_ends_without_start",
     "slow_exits_without_enter", "gc_pauses", "gc_pause_ends_without_start", "plab_batches",
-    "plab_records_lost"};
+    "plab_records_lost", "alloc_batches", "alloc_records_lost", "alloc_records_outside_window"};
 static_assert(sizeof(kCounterNames) / sizeof(*kCounterNames) == JT_COUNTER_COUNT, "counter names");
 // Counted in user space: new-key notices from the kernel too short to read.
 const char* const kMalformedName = "malformed_notices";
@@ -98,7 +98,7 @@ struct Options {
   bool verbose = false;
   bool slow_path = true;
   std::string mode = "auto";
-  std::string probe_set = "auto";  // usdt: combined, separate, or auto (combined if the JVM has it)
+  std::string probe_set = "auto";  // usdt: batched, combined, separate, or auto (the first the JVM has)
   int top = 10;
   double launch_timeout = 30;  // -- COMMAND: how long to wait for its JVM
   bool launch_timeout_set = false;
@@ -112,7 +112,7 @@ void usage(FILE* out) {
                "USAGE: jvmtrace stat -p PID [OPTIONS]\n"
                "       jvmtrace stat [OPTIONS] -- COMMAND [ARGS...]\n"
                "OPTIONS: [-i SEC] [-d SEC] [--top N] [--json|--prometheus] [--mode auto|usdt|stock]\n"
-               "         [--probe-set auto|combined|separate] [--no-slow-path] [--launch-timeout S] [-v]\n"
+               "         [--probe-set auto|batched|combined|separate] [--no-slow-path] [--launch-timeout S] [-v]\n"
                "Aggregates a JVM's jvmtrace probes (a stock JVM: uprobes) in the kernel and prints\n"
                "log2 histograms (TLAB sizes, slow-path latency, outside-TLAB sizes, GC pauses by kind,\n"
                "PLAB sizes),\n"
@@ -130,12 +130,15 @@ void usage(FILE* out) {
                "      --top N          threads and classes to list (default 10)\n"
                "      --json           one JSON object per report, for machines\n"
                "      --prometheus     each report in Prometheus' text format, ending \"# EOF\"\n"
-               "      --probe-set SET  usdt: combined, one probe hit per allocation slow path (alloc__slow)\n"
-               "                       and per batch of PLAB events (plab__batch); separate, the probes\n"
+               "      --probe-set SET  usdt: batched, one probe hit per batch of a thread's allocation slow\n"
+               "                       paths (alloc__batch, up to 128) and of PLAB events (plab__batch);\n"
+               "                       combined, one hit per slow path (alloc__slow); separate, the probes\n"
                "                       of each site (three hits per TLAB refill, two per PLAB); auto\n"
-               "                       (default): combined if the JVM has it.  Same figures either way\n"
+               "                       (default): the first of these the JVM has.  Same figures either way;\n"
+               "                       batched figures of -i reports lag by up to 100 ms, and stat's end\n"
+               "                       waits (up to 5 s) for the JVM's next safepoint to hand over the rest\n"
                "      --no-slow-path   with the separate probes: leave alloc__slow__enter/exit detached\n"
-               "                       (no latency or outside-TLAB figures); no effect with combined ones,\n"
+               "                       (no latency or outside-TLAB figures); no effect with the others,\n"
                "                       which cost nothing more for the slow path\n"
                "      --mode MODE      usdt: a patched JVM's jvmtrace probes; stock: uprobes on an unpatched\n"
                "                       HotSpot (no slow-path latency, TLAB waste or PLAB figures);\n"
@@ -380,6 +383,11 @@ class StatSession {
   uint64_t malformed_notices_ = 0;  // user space's own count, beside the kernel's counters
 };
 
+// How long stat's end waits for the JVM to hand over its buffered slow paths
+// (batched probes): its next safepoint, at most two GuaranteedSafepointInterval
+// (1 s by default) away.
+constexpr double kDrainTimeout = 5.0;
+
 // Aggregates o.pid until the end and prints the report; with launch, the
 // JVM is held at start-up and let go once attached.  Returns stat's status.
 int stat_pid(const Options& o, Launch* launch) {
@@ -420,7 +428,7 @@ int stat_pid(const Options& o, Launch* launch) {
       }
     }
   } else {
-    if (!choose_probe_set(o.probe_set, target.probes, &probe_set, &error)) {
+    if (!choose_probe_set(o.probe_set, target.probes, false, &probe_set, &error)) {
       std::fprintf(stderr, "jvmtrace stat: %s\n", error.c_str());
       return 1;
     }
@@ -439,6 +447,9 @@ int stat_pid(const Options& o, Launch* launch) {
     std::fprintf(stderr, "jvmtrace stat: loading the BPF programs failed: %s\n", bpf_load_hint(errno).c_str());
     return 1;
   }
+  // Batched records count from here (those left in the VM from an earlier
+  // tracer ended before).
+  if (skel) skel->bss->window_start_ns = clock_ns(CLOCK_MONOTONIC);
   Links links;
   std::vector<std::string> absent;
   const bool attached = stock ? stock_target.attach(obj, &links, &error)
@@ -447,9 +458,10 @@ int stat_pid(const Options& o, Launch* launch) {
     std::fprintf(stderr, "jvmtrace stat: %s\n", error.c_str());
     return 1;
   }
-  const bool slow_path = o.slow_path || probe_set == ProbeSet::kCombined;
+  const bool slow_path = o.slow_path || probe_set != ProbeSet::kSeparate;
   std::fprintf(stderr, "Attached %zu %s to PID %d (%s)%s. %s\n", links.size(),
                stock ? "uprobes (stock mode)"
+               : probe_set == ProbeSet::kBatched  ? "probes (batched: one hit per batch of slow paths and of PLAB events)"
                : probe_set == ProbeSet::kCombined ? "probes (combined: one hit per slow path and per PLAB batch)"
                                                   : "probes (separate)",
                o.pid, libjvm.c_str(), slow_path || stock ? "" : ", slow-path probes left detached",
@@ -492,9 +504,22 @@ int stat_pid(const Options& o, Launch* launch) {
       next += std::chrono::duration<double>(o.interval);
     }
   }
+  // Batched: the slow paths that ended by now, still in the VM's buffers,
+  // are handed over at its next safepoint; later ones are not counted.
+  const auto stopped_at = clock::now();  // the figures' end (the drain's wait is not in it)
+  std::string drain_problem;
+  if (probe_set == ProbeSet::kBatched && !stock && !target_gone) {
+    const uint64_t end_ns = clock_ns(CLOCK_MONOTONIC);
+    skel->bss->window_end_ns = end_ns;
+    std::string drain_error;
+    const Drain d = drain_alloc_batches(obj, o.pid, libjvm, &skel->bss->drained_ns, end_ns, kDrainTimeout,
+                                        [&] { ring_buffer__poll(names.get(), 0); }, &drain_error);
+    drain_problem = drain_note(d, drain_error);
+  }
   ring_buffer__consume(names.get());  // notices that arrived before the stop
-  session.report(std::chrono::duration<double>(clock::now() - start).count());
+  session.report(std::chrono::duration<double>(stopped_at - start).count());
   if (target_gone && !o.json) std::fprintf(stderr, "jvmtrace stat: PID %d exited\n", o.pid);
+  if (!drain_problem.empty()) std::fprintf(stderr, "jvmtrace stat: %s\n", drain_problem.c_str());
   return 0;
 }
 

@@ -45,6 +45,12 @@ uint64_t libjvm_map_start(pid_t pid) {
   return 0;
 }
 
+uint64_t clock_ns(clockid_t c) {
+  timespec ts;
+  clock_gettime(c, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+}
+
 bool process_alive(pid_t pid) {
   if (kill(pid, 0) != 0 && errno == ESRCH) return false;
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");

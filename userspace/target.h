@@ -2,6 +2,7 @@
 // reading its memory.
 #pragma once
 #include <sys/types.h>
+#include <time.h>
 
 #include <cstdint>
 #include <set>
@@ -20,6 +21,10 @@ uint64_t libjvm_map_start(pid_t pid);
 
 // True while PID exists (a zombie counts as gone).
 bool process_alive(pid_t pid);
+
+// Clock c (CLOCK_MONOTONIC: the clock of bpf_ktime_get_ns() and of the
+// VM's os::javaTimeNanos()) in nanoseconds.
+uint64_t clock_ns(clockid_t c);
 
 // Up to len bytes at addr in PID's memory; empty on failure.
 std::string read_process_memory(pid_t pid, uint64_t addr, size_t len);

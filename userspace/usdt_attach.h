@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <memory>
+#include <functional>
 #include <set>
 #include <string>
 #include <type_traits>
@@ -78,7 +79,8 @@ std::vector<std::pair<K, V>> read_percpu_hash_map(const bpf_map* map, Add add) {
 }
 
 // Attaches every loaded program of obj to the probe jvmtrace:<program name> in
-// binary for pid (libbpf resolves the note, the semaphore and the address).
+// binary for pid (libbpf resolves the note, the semaphore and the address),
+// except alloc__drain (drain_alloc_batches() attaches it at the end).
 // On failure returns false with a reason naming the probe; links made so far
 // stay in *links (the caller's owner detaches them).  Probes added to the
 // contract later (is_optional_probe) may be absent from a JVM patched
@@ -86,25 +88,46 @@ std::vector<std::pair<K, V>> read_percpu_hash_map(const bpf_map* map, Add add) {
 bool attach_jvmtrace_usdt(bpf_object* obj, pid_t pid, const std::string& binary, Links* links,
                           std::string* error, std::vector<std::string>* absent = nullptr);
 // gc__pause__start/end (added with trace format version 2) and alloc__slow,
-// plab__batch (added later): JVMs patched earlier lack them.
+// plab__batch, alloc__batch, alloc__drain (added later): JVMs patched
+// earlier lack them.
 bool is_optional_probe(const std::string& probe);
 
-// A patched VM reports allocation slow paths and PLABs two ways (see
-// usdt/jvmtrace.d): combined, alloc__slow and plab__batch (one probe hit per
-// slow path and one per batch of a GC thread's PLAB events), or separate,
-// the probes of each site (tlab__refill, alloc__slow__enter/exit,
-// plab__alloc/retire, promote__direct: three hits per TLAB refill, two per
-// PLAB).  stat and record give the same figures and traces either way.
-enum class ProbeSet { kCombined, kSeparate };
+// A patched VM reports allocation slow paths and PLABs three ways (see
+// usdt/jvmtrace.d):
+//   batched:  alloc__batch and plab__batch, one probe hit per batch of a
+//             thread's slow paths (up to 128) and of a GC thread's PLAB
+//             events; the tool drains the VM's buffers as it ends;
+//   combined: alloc__slow and plab__batch, one hit per slow path;
+//   separate: the probes of each site (tlab__refill, alloc__slow__enter/exit,
+//             plab__alloc/retire, promote__direct: three hits per TLAB
+//             refill, two per PLAB).
+// stat and record give the same figures and traces whichever they use.
+enum class ProbeSet { kBatched, kCombined, kSeparate };
 const char* probe_set_name(ProbeSet set);
-// --probe-set's value: auto, combined or separate; else prints why, false.
+// --probe-set's value: auto, batched, combined or separate; else prints
+// why, false.
 bool parse_probe_set(const char* cmd, const char* s, std::string* out);
-// The set to attach for wanted (auto: combined when the JVM has it) given
-// the probes the JVM declares; false with *error if it lacks the one wanted.
-bool choose_probe_set(const std::string& wanted, const std::set<std::string>& available, ProbeSet* set,
-                      std::string* error);
-// Before load: leaves the other set's programs of obj out.
+// The set to attach for wanted given the probes the JVM declares (auto: the
+// first of batched, combined, separate the JVM has; combined when
+// per_event, for a stack per slow path); false with *error if it lacks the
+// one wanted, or if batched is wanted with per_event.
+bool choose_probe_set(const std::string& wanted, const std::set<std::string>& available, bool per_event,
+                      ProbeSet* set, std::string* error);
+// Before load: leaves the other sets' programs of obj out.
 void select_probe_set(bpf_object* obj, ProbeSet set);
+
+// The end of a batched session on a live JVM: attaches obj's alloc__drain
+// program (which asks the VM for a safepoint if none comes by itself within
+// GuaranteedSafepointInterval) and waits until it has reported a flush at
+// or after end_ns, i.e. until every alloc__batch record of a slow path that
+// ended by end_ns has reached the tracer; calls tick() every 10 ms while it
+// waits.  *drained_ns is the program's global.  Returns how it ended.
+enum class Drain { kDone, kTargetExited, kTimedOut, kAttachFailed };
+Drain drain_alloc_batches(bpf_object* obj, pid_t pid, const std::string& binary,
+                          const volatile __u64* drained_ns, uint64_t end_ns, double timeout_s,
+                          const std::function<void()>& tick, std::string* error);
+// What a tool says when the drain did not end with kDone (empty if it did).
+std::string drain_note(Drain d, const std::string& error);
 
 // libbpf's messages: warnings always, debug output only when verbose.
 void set_libbpf_verbose(bool verbose);
