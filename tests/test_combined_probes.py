@@ -298,3 +298,40 @@ def test_batched_tools_that_end_on_a_live_jvm_drain_its_buffers(jdks, java_class
     (rb, cb), (rc_, _) = burst_row("batched"), burst_row("combined")
     assert rb == rc_ and rb["tlab_refills"] > 500
     assert cb["alloc_records_lost"] == 0
+
+
+def test_a_failed_allocation_that_ends_the_jvm_is_recorded(jdks, java_classes, tmp_path):
+    """-XX:+ExitOnOutOfMemoryError: the JVM exits from the failed allocation
+    itself, with no safepoint to hand the buffers over.  The VM flushes the
+    failing thread's records at once, so a batched recording has its failed
+    slow path (outcome 0) as a combined one does."""
+    cmd = java_cmd(jdks["patched"], java_classes, "G1", 64, "OutOfMemory")
+    cmd.insert(1, "-XX:+ExitOnOutOfMemoryError")
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = LineReader(proc.stdout)
+    out.wait_for(lambda l: l.startswith("ready"), 60, "the JVM's ready line")
+    recs = {}
+    try:
+        for ps in ("batched", "combined"):
+            path = tmp_path / f"{ps}.jvmtrace"
+            recs[ps] = (attach([str(JVMTRACE), "record", "-p", str(proc.pid), "-o", str(path), "-q",
+                                "--probe-set", ps], "Recording PID")[0], path)
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        assert proc.wait(120) == 3, proc.stderr.read()[-2000:]  # ExitOnOutOfMemoryError's status
+        oom = int(next(l for l in out.drain(10) if l.startswith("oom tid ")).split()[2])
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for p, _ in recs.values():
+            p.wait(60)
+
+    def failed(path):
+        d = subprocess.run([str(JVMTRACE), "dump", "--json", str(path)], capture_output=True, text=True, timeout=120)
+        assert d.returncode == 0, d.stderr
+        return [e["args"] for e in map(json.loads, d.stdout.splitlines())
+                if e["type"] == "event" and e["tid"] == oom and e["probe"] == "alloc__slow__exit"
+                and e["args"]["outcome"] == 0]
+
+    combined, batched = failed(recs["combined"][1]), failed(recs["batched"][1])
+    assert combined and batched == combined, (batched, combined)

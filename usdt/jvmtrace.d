@@ -81,8 +81,9 @@ provider jvmtrace {
 	 *     uint8_t  outcome;             as alloc__slow__exit
 	 *     uint8_t  pad[3];              72 bytes in all
 	 * Records are kept only while this probe is attached.  A thread's
-	 * records are flushed by the thread itself when it holds 128, when its
-	 * oldest is 100 ms old at its next slow path, and as it exits; every
+	 * records are flushed by the thread itself when it holds 128, after a
+	 * failed allocation (outcome 0), when its oldest is 100 ms old at its
+	 * next slow path, and as it exits; every
 	 * thread's at every safepoint, by the VM thread (several threads'
 	 * records in one batch), before the safepoint's operation runs: a
 	 * slow path's record arrives before the gc__start and gc__pause__start
