@@ -24,13 +24,25 @@ PLAB_KINDS = {"plab__alloc": 0, "plab__retire": 1, "promote__direct": 2}
 PROBE_SETS = ("batched", "combined", "separate")
 
 
-def held_jvm(jdks, java_classes, gc, main, *args):
+def held_jvm(jdks, java_classes, gc, main, *args, heap_mb=64, flags=()):
     """An AllocWorker-style JVM waiting for "go" on stdin (ready printed)."""
-    proc = subprocess.Popen(java_cmd(jdks["patched"], java_classes, gc, 64, main, *args),
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    cmd = java_cmd(jdks["patched"], java_classes, gc, heap_mb, main, *args)
+    cmd[1:1] = flags
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out = LineReader(proc.stdout)
     out.wait_for(lambda l: l.startswith("ready"), 60, "the JVM's ready line")
     return proc, out
+
+
+def record_cmd(pid, path, probe_set):
+    return [str(JVMTRACE), "record", "-p", str(pid), "-o", str(path), "-q", "--probe-set", probe_set]
+
+
+def dump_events(path):
+    """The trace's events, as `jvmtrace dump --json` gives them."""
+    d = subprocess.run([str(JVMTRACE), "dump", "--json", str(path)], capture_output=True, text=True, timeout=120)
+    assert d.returncode == 0, d.stderr
+    return [e for e in map(json.loads, d.stdout.splitlines()) if e["type"] == "event"]
 
 
 def release_and_wait(proc, out, timeout=180):
@@ -247,16 +259,12 @@ def test_batched_tools_that_end_on_a_live_jvm_drain_its_buffers(jdks, java_class
     combined stat and record attached over the same time count (one hit per
     slow path, nothing buffered).  Without the drain the batched tools miss
     the idle thread's last records, and this fails."""
-    proc = subprocess.Popen(java_cmd(jdks["patched"], java_classes, "G1", 256, "BurstThenIdle", 3_000_000),
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out = LineReader(proc.stdout)
-    out.wait_for(lambda l: l.startswith("ready"), 60, "the JVM's ready line")
+    proc, out = held_jvm(jdks, java_classes, "G1", "BurstThenIdle", 3_000_000, heap_mb=256)
     tools = {}
     try:
         for ps in ("batched", "combined"):
             path = tmp_path / f"{ps}.jvmtrace"
-            tools[("record", ps)] = (attach([str(JVMTRACE), "record", "-p", str(proc.pid), "-o", str(path), "-q",
-                                             "--probe-set", ps], "Recording PID"), path)
+            tools[("record", ps)] = (attach(record_cmd(proc.pid, path, ps), "Recording PID"), path)
             tools[("stat", ps)] = (attach([str(JVMTRACE), "stat", "-p", str(proc.pid), "--json", "--probe-set", ps],
                                           "Attached "), None)
         proc.stdin.write("go\n")
@@ -283,10 +291,7 @@ def test_batched_tools_that_end_on_a_live_jvm_drain_its_buffers(jdks, java_class
     assert waited[("stat", "batched")] < 6
 
     def burst_events(path):
-        d = subprocess.run([str(JVMTRACE), "dump", "--json", str(path)], capture_output=True, text=True, timeout=120)
-        assert d.returncode == 0, d.stderr
-        return [(e["probe"], e["args"]) for e in map(json.loads, d.stdout.splitlines())
-                if e["type"] == "event" and e["tid"] == burst]
+        return [(e["probe"], e["args"]) for e in dump_events(path) if e["tid"] == burst]
 
     batched, combined = burst_events(results[("record", "batched")][3]), burst_events(results[("record", "combined")][3])
     assert len(combined) > 1500 and batched == combined
@@ -305,17 +310,12 @@ def test_a_failed_allocation_that_ends_the_jvm_is_recorded(jdks, java_classes, t
     itself, with no safepoint to hand the buffers over.  The VM flushes the
     failing thread's records at once, so a batched recording has its failed
     slow path (outcome 0) as a combined one does."""
-    cmd = java_cmd(jdks["patched"], java_classes, "G1", 64, "OutOfMemory")
-    cmd.insert(1, "-XX:+ExitOnOutOfMemoryError")
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out = LineReader(proc.stdout)
-    out.wait_for(lambda l: l.startswith("ready"), 60, "the JVM's ready line")
+    proc, out = held_jvm(jdks, java_classes, "G1", "OutOfMemory", flags=["-XX:+ExitOnOutOfMemoryError"])
     recs = {}
     try:
         for ps in ("batched", "combined"):
             path = tmp_path / f"{ps}.jvmtrace"
-            recs[ps] = (attach([str(JVMTRACE), "record", "-p", str(proc.pid), "-o", str(path), "-q",
-                                "--probe-set", ps], "Recording PID")[0], path)
+            recs[ps] = (attach(record_cmd(proc.pid, path, ps), "Recording PID")[0], path)
         proc.stdin.write("go\n")
         proc.stdin.flush()
         assert proc.wait(120) == 3, proc.stderr.read()[-2000:]  # ExitOnOutOfMemoryError's status
@@ -327,11 +327,8 @@ def test_a_failed_allocation_that_ends_the_jvm_is_recorded(jdks, java_classes, t
             p.wait(60)
 
     def failed(path):
-        d = subprocess.run([str(JVMTRACE), "dump", "--json", str(path)], capture_output=True, text=True, timeout=120)
-        assert d.returncode == 0, d.stderr
-        return [e["args"] for e in map(json.loads, d.stdout.splitlines())
-                if e["type"] == "event" and e["tid"] == oom and e["probe"] == "alloc__slow__exit"
-                and e["args"]["outcome"] == 0]
+        return [e["args"] for e in dump_events(path)
+                if e["tid"] == oom and e["probe"] == "alloc__slow__exit" and e["args"]["outcome"] == 0]
 
     combined, batched = failed(recs["combined"][1]), failed(recs["batched"][1])
     assert combined and batched == combined, (batched, combined)
