@@ -126,7 +126,7 @@ def test_per_cpu_copies_are_summed(usdt_fixture):
     the class name's length is in the creating CPU's copy only."""
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
-        pytest.skip("needs 2 CPUs")
+        pytest.skip("needs 2 CPUs: one fixture thread pinned to each, to see each CPU's copy (CI has 2)")
     threads, rounds = min(len(cpus), 8), 4000
     fx = subprocess.Popen([str(usdt_fixture), "--wait-for", "stdin", "--real-tid", "--pin", "--threads",
                            str(threads), "--rounds", str(rounds), "--linger", "60000"],

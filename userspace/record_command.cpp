@@ -272,20 +272,22 @@ class Recorder {
   // for, as they would have been recorded (write_slow_path()); the one
   // stack goes with the enter and the refill.
   void add_alloc_slow(const jt_event& k, size_t size, bool has_stack) {
-    if (k.nargs != 10 || size < static_cast<size_t>(JT_EVENT_SIZE(k.nargs + (has_stack ? 1 : 0)))) {
+    // (an outcome the record's byte cannot hold is no outcome of the contract's)
+    if (k.nargs != 10 || size < static_cast<size_t>(JT_EVENT_SIZE(k.nargs + (has_stack ? 1 : 0))) ||
+        k.args[3] > UINT8_MAX || k.args[2] > UINT32_MAX) {
       malformed_++;
       return;
     }
-    SlowPath p;
-    p.tid = k.tid;
+    jt_alloc_record p{};  // the same slow path as an alloc__batch record
+    p.tid = static_cast<int32_t>(k.tid);
     p.alloc_bytes = k.args[0];
     p.class_name = k.args[1];
-    p.class_name_len = k.args[2];
-    p.outcome = k.args[3];
+    p.class_name_len = static_cast<uint32_t>(k.args[2]);
+    p.outcome = static_cast<uint8_t>(k.args[3]);
     p.tlab_bytes = k.args[4];
     p.address = k.args[6];
-    p.waste = k.args[7];
-    p.gcs = k.args[8];
+    p.retired_waste_bytes = k.args[7];
+    p.gcs = static_cast<uint32_t>(k.args[8]);
     p.start_ns = k.args[9];
     p.end_ns = k.ts_ns;
     write_slow_path(p, has_stack ? stack(static_cast<int64_t>(k.args[10])) : -2);
@@ -316,38 +318,20 @@ class Recorder {
         outside_window_++;
         continue;
       }
-      SlowPath s;
-      s.tid = static_cast<uint32_t>(r.tid);
-      s.alloc_bytes = r.alloc_bytes;
-      s.class_name = r.class_name;
-      s.class_name_len = r.class_name_len;
-      s.outcome = r.outcome;
-      s.tlab_bytes = r.tlab_bytes;
-      s.address = r.address;
-      s.waste = r.retired_waste_bytes;
-      s.gcs = r.gcs;
-      s.start_ns = r.start_ns;
-      s.end_ns = r.end_ns;
-      write_slow_path(s, -2);
+      write_slow_path(r, -2);
     }
     malformed_ += count - n;  // cut in the kernel, or unreadable there: lost, counted
   }
-
-  struct SlowPath {
-    uint32_t tid = 0;
-    uint64_t alloc_bytes = 0, class_name = 0, class_name_len = 0, outcome = 0, tlab_bytes = 0, address = 0,
-             waste = 0, gcs = 0, start_ns = 0, end_ns = 0;
-  };
 
   // One slow path as the separate probes would have recorded it: the enter
   // at its start (the VM's clock is the kernel's CLOCK_MONOTONIC; none if
   // it was not measured, as when an attach comes mid-slow-path), the refill
   // (new-TLAB outcomes) and the exit at its end.  stack_id: the trace's
   // stack for the enter and the refill, -2 for none taken.
-  void write_slow_path(const SlowPath& p, int64_t stack_id) {
+  void write_slow_path(const jt_alloc_record& p, int64_t stack_id) {
     const uint64_t cls = klass(p.class_name, p.class_name_len);
     trace::Event e;
-    e.thread = thread(p.tid);
+    e.thread = thread(static_cast<uint32_t>(p.tid));
     if (p.start_ns) {
       e.ts_ns = p.start_ns;
       e.probe = JT_ALLOC_SLOW_ENTER;
@@ -357,7 +341,7 @@ class Recorder {
       if (stack_id != -2) w_->event_stack(stack_id);
     }
     e = trace::Event{};
-    e.thread = thread(p.tid);
+    e.thread = thread(static_cast<uint32_t>(p.tid));
     e.ts_ns = p.end_ns;
     if (p.outcome == 1 || p.outcome == 3) {
       e.probe = JT_TLAB_REFILL;
@@ -365,7 +349,7 @@ class Recorder {
       e.a[1] = p.tlab_bytes;
       e.a[2] = p.alloc_bytes;
       e.a[3] = cls;
-      e.a[5] = p.waste;
+      e.a[5] = p.retired_waste_bytes;
       w_->event(e);
       if (stack_id != -2) w_->event_stack(stack_id);
       e.a[1] = e.a[3] = e.a[5] = 0;
