@@ -78,7 +78,9 @@ bool StockTarget::attach(bpf_object* obj, Links* links, std::string* error) cons
     LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = mangled.c_str());
     bpf_link* l = bpf_program__attach_uprobe_opts(prog, pid_, libjvm_.c_str(), 0, &opts);
     if (!l) {
-      *error = std::string("cannot attach a uprobe to ") + fn + " in " + libjvm_ + ": " + std::strerror(errno);
+      int err = errno;
+      *error = std::string("cannot attach a uprobe to ") + fn + " in " + libjvm_ + ": " + std::strerror(err);
+      if (err == ESRCH || !process_alive(pid_)) *error += " (process " + std::to_string(pid_) + " has exited)";
       return false;
     }
     links->emplace_back(l);

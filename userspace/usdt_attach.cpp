@@ -114,11 +114,13 @@ bool attach_jvmtrace_usdt(bpf_object* obj, pid_t pid, const std::string& binary,
         continue;
       }
       *error = std::string("cannot attach to jvmtrace:") + probe + " in " + binary + ": " + std::strerror(err);
-      if (err == ENOENT) {
-        // ENOENT has three causes; name the one that holds, not always the last.
-        if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH)
-          *error += " (process " + std::to_string(pid) + " has exited)";
-        else if (::access(binary.c_str(), F_OK) != 0)
+      if (err == ESRCH || (err == ENOENT && pid > 0 && !process_alive(pid))) {
+        // The target ended while the probes went in (a zombie, unreaped,
+        // still answers kill(pid, 0) but has no memory to probe).
+        *error += " (process " + std::to_string(pid) + " has exited)";
+      } else if (err == ENOENT) {
+        // ENOENT's other two causes; name the one that holds.
+        if (::access(binary.c_str(), F_OK) != 0)
           *error += " (the file is not there)";
         else
           *error += " (no such probe: not a patched JVM?)";
