@@ -24,8 +24,18 @@ std::string find_libjvm(pid_t pid) {
   while (std::getline(maps, line)) {
     auto slash = line.find('/');
     if (slash == std::string::npos || line.size() < kLib.size()) continue;
-    if (line.compare(line.size() - kLib.size(), kLib.size(), kLib) == 0)
-      return "/proc/" + std::to_string(pid) + "/root" + line.substr(slash);
+    if (line.compare(line.size() - kLib.size(), kLib.size(), kLib) != 0) continue;
+    const std::string proc = "/proc/" + std::to_string(pid);
+    const std::string via_root = proc + "/root" + line.substr(slash);
+    if (::access(via_root.c_str(), F_OK) == 0) return via_root;
+    // The maps text names the file from the root of the target's mount
+    // namespace, which /proc/PID/root does not lead back to when the target
+    // also chrooted inside it (a root entered with unshare and chroot, as
+    // build-patched-jdk.sh runs JDK 21 and 25): then map_files, the mapped
+    // file itself.
+    const std::string mapped = proc + "/map_files/" + line.substr(0, line.find(' '));
+    if (::access(mapped.c_str(), F_OK) == 0) return mapped;
+    return via_root;  // what errors then name
   }
   return {};
 }
