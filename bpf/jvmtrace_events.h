@@ -56,8 +56,11 @@ struct jt_event {
 /* gc__pause__start/end carry their name's text, not its address: HotSpot
  * builds G1's young pause title in a stack buffer, so the address names
  * nothing once the probe has returned.  JT_PAUSE_NAME_MAX bytes follow the
- * six arguments, NUL-terminated (cut if longer); args[1] is 0. */
-#define JT_PAUSE_NAME_MAX 64
+ * six arguments, NUL-terminated (cut if longer); args[1] is 0.  128: G1's
+ * young title buffer (MaxYoungGCNameLength in 21 and 25), which from 21 on
+ * holds the cause and an evacuation failure too ("Pause Young (Concurrent
+ * Start) (G1 Evacuation Pause) (Evacuation Failure)", 75 bytes: 64 cut it). */
+#define JT_PAUSE_NAME_MAX 128
 
 /* Ring buffer bytes one event of n arguments takes (the kernel adds an
  * 8-byte header and rounds to 8). */

@@ -215,7 +215,7 @@ void print_report(analysis::TraceSummary& sum, bool json, double interval, int t
         std::snprintf(after, sizeof after, "%" PRIu64, p.used_after);
         std::snprintf(committed, sizeof committed, "%" PRIu64, p.committed_after);
       }
-      const std::string what = p.name + (p.cause.empty() ? "" : " (" + p.cause + ")");
+      const std::string what = trace::pause_title(p.name, p.cause);
       std::printf("  %5" PRIu64 " %-8s %-58.58s %10s %10s %12s %12s %12s\n", p.gc_id, trace::pause_kind_name(p.kind),
                   printable(what).c_str(), start, dur, before, after, committed);
     }

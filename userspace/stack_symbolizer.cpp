@@ -109,7 +109,16 @@ std::string StackSymbolizer::frame(uint64_t ip) {
     // container planted on the way resolves there, not in ours.
     std::unique_ptr<ElfSymbols> e;
     std::string error;
-    const int fd = root_fd_ >= 0 ? open_in_root(root_fd_, m->path, &error) : -1;
+    int fd = root_fd_ >= 0 ? open_in_root(root_fd_, m->path, &error) : -1;
+    if (fd < 0) {
+      // A target chrooted inside its own mount namespace (unshare, then
+      // chroot into a directory with bind mounts): its maps text names the
+      // file from the namespace's root, which its /proc/PID/root does not
+      // lead back to.  map_files is the mapped file itself.
+      char range[64];
+      std::snprintf(range, sizeof range, "%" PRIx64 "-%" PRIx64, m->start, m->end);
+      fd = open(("/proc/" + std::to_string(pid_) + "/map_files/" + range).c_str(), O_RDONLY | O_CLOEXEC);
+    }
     if (fd >= 0) {
       e = std::make_unique<ElfSymbols>();
       if (!e->load("/proc/self/fd/" + std::to_string(fd), &error, false)) e.reset();

@@ -30,9 +30,8 @@ std::string find_libjvm(pid_t pid) {
     if (::access(via_root.c_str(), F_OK) == 0) return via_root;
     // The maps text names the file from the root of the target's mount
     // namespace, which /proc/PID/root does not lead back to when the target
-    // also chrooted inside it (a root entered with unshare and chroot, as
-    // build-patched-jdk.sh runs JDK 21 and 25): then map_files, the mapped
-    // file itself.
+    // also chrooted inside it (unshare, then chroot into a directory with
+    // bind mounts): then map_files, the mapped file itself.
     const std::string mapped = proc + "/map_files/" + line.substr(0, line.find(' '));
     if (::access(mapped.c_str(), F_OK) == 0) return mapped;
     return via_root;  // what errors then name

@@ -122,6 +122,14 @@ enum PauseKind : uint8_t { kPauseYoung = 0, kPauseFull = 1, kPauseRemark = 2, kP
 inline const char* pause_kind_name(uint64_t k) {
   return k == 0 ? "young" : k == 1 ? "full" : k == 2 ? "remark" : k == 3 ? "cleanup" : "?";
 }
+// A pause as -Xlog:gc titles it: HotSpot's title, then its cause in
+// parentheses unless the title has it already (G1's young title does from
+// JDK 21 on: "Pause Young (Normal) (G1 Evacuation Pause)", where the probe
+// still reports the cause on its own).
+inline std::string pause_title(const std::string& name, const std::string& cause) {
+  if (cause.empty() || name.find(" (" + cause + ")") != std::string::npos) return name;
+  return name + " (" + cause + ")";
+}
 inline const char* slow_outcome_name(uint64_t o) {
   static const char* const n[] = {"failed", "new_tlab", "outside_tlab", "new_tlab_after_gc", "outside_tlab_after_gc",
                                   "current_tlab"};

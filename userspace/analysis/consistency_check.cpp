@@ -322,6 +322,18 @@ void ConsistencyCheck::open_stretch(uint64_t from_gc, const std::string& from_wh
   stretch_alloc_ = 0;
 }
 
+// A pause ends with the title it started with, or with that title and a
+// suffix HotSpot added in between: G1's young pause, from JDK 21 on, appends
+// " (Evacuation Failure)" (25: "... : Allocation)" or "Pinned)") to the
+// title buffer both probes read.
+bool ConsistencyCheck::same_pause_title(uint64_t start, uint64_t end) const {
+  if (start == end) return true;
+  const std::string& s = reader_.strings()[start];
+  const std::string& e = reader_.strings()[end];
+  return e.size() > s.size() + 2 && e.compare(0, s.size(), s) == 0 && e.compare(s.size(), 2, " (") == 0 &&
+         e.back() == ')';
+}
+
 std::string ConsistencyCheck::pause_what(uint64_t id, uint64_t name) const {
   return "GC " + num(id) + " (" + reader_.strings()[name] + ")";
 }
@@ -350,7 +362,7 @@ void ConsistencyCheck::pause_end(const trace::Record& r) {
   if (!pause_open_) {
     if (!have_pause_) pauses_before_++;  // began before the recording
     else violation(r, "pause.paired", "pause " + pause_what(id, a[1]) + " ends without having started");
-  } else if (pause_.id != id || pause_.kind != kind || pause_.name != a[1]) {
+  } else if (pause_.id != id || pause_.kind != kind || !same_pause_title(pause_.name, a[1])) {
     violation(r, "pause.paired",
               "pause " + pause_what(id, a[1]) + " kind " + num(kind) + " ends the pause that started as " +
                   pause_what(pause_.id, pause_.name) + " kind " + num(pause_.kind));

@@ -79,7 +79,8 @@ class ConsistencyCheck {
 
   void violation(const trace::Record& r, const char* check, const std::string& what);
   void violation_at(const Violation& v);
-  std::string pause_what(uint64_t id, uint64_t name) const;  // "GC 24 (Pause Remark)"
+  std::string pause_what(uint64_t id, uint64_t name) const;
+  bool same_pause_title(uint64_t start, uint64_t end) const;  // "GC 24 (Pause Remark)"
   void ran(const char* check) { checked_[check]++; }
   // Another live range in set overlapping [start, end), or nullptr.
   static const Range* overlap(const std::map<uint64_t, Range>& set, uint64_t start, uint64_t end);

@@ -130,7 +130,7 @@ std::string html_report(TraceSummary& sum, const Derived& d, const trace::ReadSt
       const double ms = (p.end_ns - p.start_ns) / 1e6;
       a.y_max = std::max(a.y_max, ms);
       bars.push_back({p.start_s, p.end_s, ms, p.what,
-                      "GC " + std::to_string(p.id) + " " + p.name + (p.cause.empty() ? "" : " (" + p.cause + ")") +
+                      "GC " + std::to_string(p.id) + " " + trace::pause_title(p.name, p.cause) +
                           " at " + fmt("%.3f s", p.start_s) + ": " + fmt("%.3f ms", ms) +
                           (stock ? "" : ", heap " + human_bytes(p.used_before) + " → " + human_bytes(p.used_after))});
     }

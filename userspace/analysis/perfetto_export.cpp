@@ -167,7 +167,7 @@ void PerfettoExport::add(const trace::Record& r) {
       if (it != pauses_.end()) {
         const OpenGc& p = it->second;
         const std::string cause = reader_.strings()[p.cause];
-        const std::string name = "GC " + u(a[0]) + " " + reader_.strings()[p.name] + (cause.empty() ? "" : " (" + cause + ")");
+        const std::string name = "GC " + u(a[0]) + " " + trace::pause_title(reader_.strings()[p.name], cause);
         emit("{\"ph\": \"X\", \"cat\": \"gc\", \"name\": " + q(name) + ", \"pid\": " + u(pid_) + ", \"tid\": " +
              u(kGcPauseTrack) + ", \"ts\": " + ts(p.ts) + ", \"dur\": " + ts(origin_ + (e.ts_ns - p.ts)) +
              ", \"args\": {\"gc_id\": " + u(a[0]) + ", \"pause\": " + q(trace::pause_kind_name(a[3])) +
