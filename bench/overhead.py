@@ -22,7 +22,7 @@ Prints every run, then per configuration the median and the ratio to the
 baseline (ratio of medians, and the median of per-round ratios: each round's
 runs are back to back, so slow drift cancels).
 
-  sudo bench/overhead.py [--rounds 10] [--gc G1,Parallel] [--configs unpatched,patched]
+  bench/overhead.py [--jdk 17|21|25] [--rounds 10] [--gc G1,Parallel] [--configs unpatched,patched]
 """
 import argparse
 import random
@@ -74,10 +74,11 @@ def jvm_flags(config):
     return []
 
 
-def jdk_homes():
-    r = subprocess.run([str(REPO / "scripts/build-patched-jdk.sh"), "--print"], capture_output=True, text=True)
+def jdk_homes(jdk):
+    r = subprocess.run([str(REPO / "scripts/build-patched-jdk.sh"), "--print", "--jdk", jdk],
+                       capture_output=True, text=True)
     if r.returncode != 0:
-        sys.exit(f"overhead: JDKs not built ({r.stderr.strip()}); run scripts/build-patched-jdk.sh")
+        sys.exit(f"overhead: JDK {jdk} not built ({r.stderr.strip()}); run scripts/build-patched-jdk.sh --jdk {jdk}")
     return dict(l.split("=", 1) for l in r.stdout.split())
 
 
@@ -121,19 +122,21 @@ def main():
     ap.add_argument("--gc", default="G1,Parallel")
     ap.add_argument("--heap", default="256m")
     ap.add_argument("--configs", default="unpatched,patched")
+    ap.add_argument("--jdk", default="17", choices=("17", "21", "25"),
+                    help="release line: its patched and unpatched builds (21, 25: in the Debian 13 root)")
     a = ap.parse_args()
     configs = a.configs.split(",")
     for c in configs:
         if c not in ("unpatched", "patched", "patched-fp", "jfr", "jfr-stacks", *TRACERS):
             sys.exit(f"overhead: unknown configuration {c!r}")
     base = configs[0]
-    homes = jdk_homes()
+    homes = jdk_homes(a.jdk)
     classes = tempfile.mkdtemp(prefix="allocbench")
     subprocess.run([f"{homes['patched']}/bin/javac", "-d", classes, str(REPO / "bench/java/AllocBench.java"),
                     str(REPO / "tests/java/TestSupport.java")], check=True)
     args = (a.threads, a.iterations, a.iterations // 4)
     rng = random.Random(42)
-    print(f"# AllocBench threads={a.threads} iterations={a.iterations}/thread heap={a.heap}; "
+    print(f"# JDK {a.jdk}, AllocBench threads={a.threads} iterations={a.iterations}/thread heap={a.heap}; "
           f"{a.rounds} rounds, order shuffled per round; baseline: {base}", flush=True)
     rows = []
     for gc in a.gc.split(","):

@@ -14,7 +14,7 @@ runtime=(build-essential cmake pkg-config clang llvm libclang-rt-14-dev libbpf-d
 # Real Java programs the tests run (tests/corpus.py; test_corpus_programs.py
 # checks that this list is the corpus's).
 corpus=(libeclipse-jdt-core-java libh2-java liblucene8-java librhino-java libsaxonhe-java)
-jdk_build=(autoconf zip unzip file ccache dpkg-dev
+jdk_build=(autoconf zip unzip file ccache dpkg-dev mmdebstrap curl
            libcups2-dev libasound2-dev libfontconfig1-dev libfreetype-dev
            libx11-dev libxext-dev libxrender-dev libxrandr-dev libxtst-dev libxt-dev)
 

@@ -21,40 +21,64 @@ def pytest_sessionstart(session):
         raise pytest.UsageError("jvmtrace tests attach eBPF programs: run them as root")
 
 
-@pytest.fixture(scope="session")
-def jdks():
-    """{'patched': JAVA_HOME, 'unpatched': JAVA_HOME} from the build cache, or
-    from JVMTRACE_PATCHED_HOME / JVMTRACE_UNPATCHED_HOME when both are set."""
-    env = {v: os.environ.get(f"JVMTRACE_{v.upper()}_HOME") for v in ("patched", "unpatched")}
+# The release lines the JVM tests run on (JVMTRACE_JDKS="17,21,25" by
+# default): a test that takes `jdks` runs once per line.  21 and 25 run in the
+# Debian 13 root build-patched-jdk.sh makes (their homes are its bin/
+# wrappers), so to jvmtrace they are JVMs in a container.
+JDK_LINES = [j for j in os.environ.get("JVMTRACE_JDKS", "17,21,25").split(",") if j]
+
+
+def jdk_homes(line):
+    """{'patched': JAVA_HOME, 'unpatched': JAVA_HOME, 'line': '21'} of a
+    release line, from the build cache, or from JVMTRACE_PATCHED_HOME /
+    JVMTRACE_UNPATCHED_HOME (17) and JVMTRACE_PATCHED_HOME_21 ... when set."""
+    suffix = "" if line == "17" else f"_{line}"
+    env = {v: os.environ.get(f"JVMTRACE_{v.upper()}_HOME{suffix}") for v in ("patched", "unpatched")}
     if all(env.values()):
-        return env
-    r = subprocess.run([str(REPO / "scripts/build-patched-jdk.sh"), "--print"],
+        return {**env, "line": line}
+    r = subprocess.run([str(REPO / "scripts/build-patched-jdk.sh"), "--print", "--jdk", line],
                        capture_output=True, text=True)
     if r.returncode != 0:
-        pytest.fail("the patched/unpatched JDKs are not built; run scripts/build-patched-jdk.sh "
-                    f"(it said: {r.stderr.strip()})")
+        pytest.fail(f"the patched/unpatched JDK {line} are not built; run scripts/build-patched-jdk.sh "
+                    f"--jdk {line} (it said: {r.stderr.strip()})")
     homes = dict(line.split("=", 1) for line in r.stdout.split())
     for v, home in homes.items():
         assert (Path(home) / "bin/java").is_file(), f"{v} JDK has no bin/java: {home}"
-    return homes
+    return {**homes, "line": line}
+
+
+@pytest.fixture(scope="session", params=JDK_LINES, ids=lambda line: f"jdk{line}")
+def jdks(request):
+    """The patched and unpatched JDK of each release line in turn."""
+    return jdk_homes(request.param)
+
+
+@pytest.fixture(scope="session")
+def jdks17():
+    """JDK 17 only: for tests of jvmtrace itself rather than of the probes
+    (its security against hostile targets, the corpus's Debian 12 programs,
+    fastdebug), where running three lines would test the same code thrice."""
+    return jdk_homes("17")
 
 
 @pytest.fixture(scope="session")
 def patched_libjvm(jdks):
-    return Path(jdks["patched"]) / "lib/server/libjvm.so"
+    # (resolved: 21/25's home is a wrapper directory whose lib/ is a link)
+    return (Path(jdks["patched"]) / "lib/server/libjvm.so").resolve()
 
 
 @pytest.fixture(scope="session")
 def unpatched_libjvm(jdks):
-    return Path(jdks["unpatched"]) / "lib/server/libjvm.so"
+    return (Path(jdks["unpatched"]) / "lib/server/libjvm.so").resolve()
 
 
 @pytest.fixture(scope="session")
-def java_classes(tmp_path_factory, jdks):
-    """tests/java/*.java compiled with the patched JDK's javac."""
+def java_classes(tmp_path_factory, jdks17):
+    """tests/java/*.java compiled with the patched JDK 17's javac: class files
+    every line runs (17, 21, 25)."""
     out = tmp_path_factory.mktemp("classes")
     sources = sorted(str(p) for p in (REPO / "tests/java").glob("*.java"))
-    run_checked([str(Path(jdks["patched"]) / "bin/javac"), "-d", str(out), *sources])
+    run_checked([str(Path(jdks17["patched"]) / "bin/javac"), "-d", str(out), *sources])
     return out
 
 

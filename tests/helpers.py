@@ -315,3 +315,18 @@ def jfr_events(java_home, recording, event):
     r = run_checked([str(Path(java_home) / "bin/jfr"), "print", "--json", "--events", event,
                      str(recording)])
     return json.loads(r.stdout)["recording"]["events"]
+
+
+def exec_argv(cmd):
+    """The argv a JVM started with cmd runs with: the same, except that a
+    JDK 21/25 home's bin/java is a wrapper that execs the image's real java
+    in the Debian 13 root (build-patched-jdk.sh), whose lib/ its lib/ links to."""
+    java = Path(cmd[0])
+    real = (java.parent.parent / "lib").resolve().parent / "bin" / java.name
+    return [str(real), *cmd[1:]]
+
+
+def pause_title(name, cause):
+    """A pause as -Xlog:gc titles it: the cause after HotSpot's title,
+    unless the title has it (G1's young pauses from JDK 21 on)."""
+    return name + (f" ({cause})" if cause and f" ({cause})" not in name else "")

@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 
 from conftest import BUILD_DIR
-from helpers import jfr_events
+from helpers import jfr_events, pause_title
 from test_jvm_probes import java_cmd
 from test_record import dump_json, jvmtrace, record_run
 
@@ -203,7 +203,7 @@ def test_perfetto_export_has_every_event_one_by_one(traces, tmp_path):
     assert set(pause_slices) == set(pstarts) == set(pends) and len(pause_slices) >= 5
     for key, s in pause_slices.items():
         a, b = pstarts[key], pends[key]
-        name = a["args"]["name"] + (f" ({a['args']['cause']})" if a["args"]["cause"] else "")
+        name = pause_title(a["args"]["name"], a["args"]["cause"])
         assert s["name"] == f"GC {key[0]} {name}"
         assert close(s["ts"], us(a["ts_ns"], origin)) and close(s["dur"], (b["ts_ns"] - a["ts_ns"]) / 1000)
         assert s["args"]["heap_used_before"] == a["args"]["heap_used"]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import JDK_LINES, jdk_homes
 from helpers import REPO, LineReader, go_uptime_s, jfr_events, parse_gc_log, parse_gc_pauses, pause_kind_of, tool_run
 from test_jvm_probes import GCS, java_cmd, worker_tid
 
@@ -193,13 +194,18 @@ def test_wrapper_on_an_unpatched_jvm_suggests_the_stock_tool(jdks, java_classes)
 
 # --- stock variants, on unpatched HotSpots -------------------------------------
 
+# Debian 12's JDK 17, a stock 21 (Debian 13's source built unpatched, run in
+# the Debian 13 root) and Temurin 25.
 STOCK_JDKS = {"jdk17-debian": "/usr/lib/jvm/java-17-openjdk-amd64",
+              **({"jdk21-unpatched": "21"} if "21" in JDK_LINES else {}),
               "jdk25-temurin": "/usr/lib/jvm/temurin-25-jdk-amd64"}
 
 
 @pytest.fixture(params=list(STOCK_JDKS))
 def stock_home(request):
     home = STOCK_JDKS[request.param]
+    if request.param == "jdk21-unpatched":
+        home = jdk_homes(home)["unpatched"]
     if not Path(home, "bin/java").is_file():
         if request.param == "jdk17-debian":
             pytest.fail(f"{home} missing: scripts/install-deps.sh installs openjdk-17-jdk-headless")
@@ -268,7 +274,7 @@ def test_plabstat_stock_counts_plab_requests(stock_home, java_classes, tmp_path)
     assert sum(maps["requests_by_worker"].values()) == maps["requests_total"][None]
 
 
-def test_wrapper_reaches_a_jvm_in_another_mount_namespace(jdks, java_classes, tmp_path):
+def test_wrapper_reaches_a_jvm_in_another_mount_namespace(jdks17, java_classes, tmp_path):
     """Like a container: the JVM runs in its own mount namespace with its JDK
     bind-mounted at a path that is an empty directory on the host, so its
     libjvm.so exists only through /proc/PID/root.  gcpause must still work
@@ -278,7 +284,7 @@ def test_wrapper_reaches_a_jvm_in_another_mount_namespace(jdks, java_classes, tm
     assert not (inner / "bin").exists(), f"{inner} must stay empty on the host"
     cls = tmp_path / "classes"
     subprocess.run(["cp", "-r", str(java_classes), str(cls)], check=True)
-    script = (f"mount --make-rprivate / && mount --bind {jdks['patched']} {inner} && "
+    script = (f"mount --make-rprivate / && mount --bind {jdks17['patched']} {inner} && "
               f"exec {inner}/bin/java -XX:+UseG1GC -Xms64m -Xmx64m -cp {cls} SystemGc 3")
     try:
         run = tool_run("gcpause", ["unshare", "--mount", "sh", "-c", script])

@@ -337,26 +337,26 @@ def summary(r):
 
 
 @pytest.fixture(scope="session")
-def corpus_inputs(tmp_path_factory, jdks):
+def corpus_inputs(tmp_path_factory, jdks17):
     """program -> a directory holding its prepared inputs, made once."""
     made = {}
 
     def get(program):
         if program.name not in made:
             d = tmp_path_factory.mktemp(f"input-{program.name}")
-            program.prepare(d, jdks["patched"])
+            program.prepare(d, jdks17["patched"])
             made[program.name] = d
         return made[program.name]
     return get
 
 
 @pytest.fixture(scope="module", params=RUNS, ids=[f"{p.name}-{gc}" for p, gc in RUNS])
-def run(request, jdks, corpus_inputs, tmp_path_factory):
+def run(request, jdks17, corpus_inputs, tmp_path_factory):
     program, gc = request.param
     work = tmp_path_factory.mktemp(f"{program.name}-{gc}")
     # Inputs hard-linked, not regenerated: the programs only read them.
     shutil.copytree(corpus_inputs(program), work, copy_function=os.link, dirs_exist_ok=True)
-    r = run_traced(program, gc, jdks["patched"], work)
+    r = run_traced(program, gc, jdks17["patched"], work)
     print(f"\n{program.name} {gc}: {summary(r)}")
     return r
 

@@ -86,7 +86,7 @@ def launch_and_attach(java, classes, iterations, tool, delay_s, workdir, held=Fa
             "jvm_err": jvm_err, "tracer_rc": tracer.returncode, "tracer_err": banner + t_err, "tracer_out": t_out}
 
 
-def test_attaching_at_any_moment_of_start_up_never_harms_the_jvm(jdks, java_classes, tmp_path):
+def test_attaching_at_any_moment_of_start_up_never_harms_the_jvm(jdks17, java_classes, tmp_path):
     """LAUNCHES JVMs, each with `record --stacks` (or `stat`) attached at a
     random moment 0-300 ms after libjvm.so is mapped, through all of the VM's
     start-up (every twentieth at a moment 0-50 ms after exec, when it may not
@@ -94,7 +94,7 @@ def test_attaching_at_any_moment_of_start_up_never_harms_the_jvm(jdks, java_clas
     SIGQUIT, no thread dump in its stdout).  Before the attach client checked
     SigCgt, `record --stacks` ran jcmd, whose SIGQUIT killed JVMs that had not
     installed their handler."""
-    java = str(Path(jdks["patched"]) / "bin/java")
+    java = str(Path(jdks17["patched"]) / "bin/java")
     iterations = 3_000_000  # about a second: most attachments land while it runs
     want = expected_output(java, java_classes, iterations)
     assert want, "AllocWorker printed no checksum"
@@ -147,14 +147,14 @@ def nobody():
     return pwd.getpwnam("nobody")
 
 
-def test_a_hostile_container_cannot_make_root_run_or_read_anything(jdks, java_classes, tmp_path, nobody):
+def test_a_hostile_container_cannot_make_root_run_or_read_anything(jdks17, java_classes, tmp_path, nobody):
     """A JVM in its own mount namespace, run by an unprivileged user, whose
     JDK's `jcmd` is a script that would leave a marker on the host if root ran
     it, and whose /tmp/perf-PID.map is a symlink to a root-only host file laid
     out as a perf map naming all code: the marker never appears, the secret
     never reaches the trace, and the recording still works (stacks without
     Java names, said so)."""
-    java_home = Path(jdks["patched"])
+    java_home = Path(jdks17["patched"])
     marker = Path("/var/tmp") / f"jvmtrace-marker-{os.getpid()}"
     marker.unlink(missing_ok=True)
     evil = tmp_path / "evil-jcmd"
@@ -274,14 +274,14 @@ def record_stacks_then_go(jvm, out):
     return rec, jvm_out, jvm_err, banner + rec_err
 
 
-def test_an_impostor_attach_socket_is_never_talked_to(jdks, java_classes, tmp_path):
+def test_an_impostor_attach_socket_is_never_talked_to(jdks17, java_classes, tmp_path):
     """Another process (here of the JVM's own user) listens at the JVM's
     attach socket name before the JVM opened its listener.  The recorder must
     not talk to it (SO_PEERCRED names another PID), must not signal the JVM
     (a listener seems to exist), and must still record."""
     import socket
     import threading
-    jvm = subprocess.Popen([str(Path(jdks["patched"]) / "bin/java"), "-cp", str(java_classes), "AllocWorker",
+    jvm = subprocess.Popen([str(Path(jdks17["patched"]) / "bin/java"), "-cp", str(java_classes), "AllocWorker",
                             "2000000"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True)
     path = f"/tmp/.java_pid{jvm.pid}"
@@ -322,14 +322,14 @@ def test_an_impostor_attach_socket_is_never_talked_to(jdks, java_classes, tmp_pa
     assert "not by the JVM" in rec_err, rec_err
 
 
-def test_java_frames_are_named_for_a_jvm_in_its_own_pid_namespace(jdks, java_classes, tmp_path):
+def test_java_frames_are_named_for_a_jvm_in_its_own_pid_namespace(jdks17, java_classes, tmp_path):
     """The usual container: own PID namespace (the JVM has another PID there) and
     its own /tmp.  The attach socket and the perf map carry the namespace
     PID; the perf map is found, and JIT-compiled Java frames are named.
     (The previous code looked for /tmp/perf-<host PID>.map and named none.)"""
     classes = Path("/var/tmp") / f"jvmtrace-classes-ns-{os.getpid()}"
     shutil.copytree(java_classes, classes, dirs_exist_ok=True)
-    java = Path(jdks["patched"]) / "bin/java"
+    java = Path(jdks17["patched"]) / "bin/java"
     script = (f"mount -t tmpfs tmpfs /tmp && exec {java} -XX:+PreserveFramePointer -cp {classes} "
               f"AllocWorker 20000000")
     box = subprocess.Popen(["unshare", "--pid", "--fork", "--mount", "--mount-proc", "--propagation", "private",
@@ -361,12 +361,12 @@ def test_java_frames_are_named_for_a_jvm_in_its_own_pid_namespace(jdks, java_cla
     assert "AllocWorker.work_[j]" in folded.read_text(), f"no named Java frame:\n{rec_err}"
 
 
-def test_names_the_target_chose_cannot_drive_roots_terminal(jdks, java_classes, tmp_path):
+def test_names_the_target_chose_cannot_drive_roots_terminal(jdks17, java_classes, tmp_path):
     """A thread named with escape sequences (a window-title write, a screen
     clear): dump, report, report --check and stat print it with its control
     characters as \\xNN, never raw."""
     out = tmp_path / "names.jvmtrace"
-    jvm = subprocess.Popen([str(Path(jdks["patched"]) / "bin/java"), "-Xmx64m", "-cp", str(java_classes),
+    jvm = subprocess.Popen([str(Path(jdks17["patched"]) / "bin/java"), "-Xmx64m", "-cp", str(java_classes),
                             "HostileNames", "3000000"],
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -431,7 +431,7 @@ def test_a_libjvm_path_cannot_inject_bpftrace_code(java_classes, tmp_path):
     assert bt.returncode != 0 and "will not put into a bpftrace program" in bt.stderr, bt.stdout + bt.stderr
 
 
-def test_a_fifo_at_the_perf_map_name_neither_is_opened_nor_stalls_the_jvm(jdks, java_classes, tmp_path):
+def test_a_fifo_at_the_perf_map_name_neither_is_opened_nor_stalls_the_jvm(jdks17, java_classes, tmp_path):
     """The container's /tmp/perf-PID.map is a FIFO: the recorder looks at it
     (an O_PATH descriptor opens nothing) and never opens it (a device node
     there would get no open() with its side effects either), and does not
@@ -445,7 +445,7 @@ def test_a_fifo_at_the_perf_map_name_neither_is_opened_nor_stalls_the_jvm(jdks, 
     box_tmp.chmod(0o1777)
     classes = Path("/var/tmp") / f"jvmtrace-classes-fifo-{os.getpid()}"
     shutil.copytree(java_classes, classes, dirs_exist_ok=True)
-    java = Path(jdks["patched"]) / "bin/java"
+    java = Path(jdks17["patched"]) / "bin/java"
     script = (f"mount --bind {box_tmp} /tmp && mkfifo -m 666 /tmp/perf-$$.map && "
               f"exec {java} -XX:+PreserveFramePointer -cp {classes} AllocWorker 3000000")
     jvm = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script],

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BUILD_DIR
-from helpers import LineReader, parse_gc_pauses, pause_kind_of, wait_until
+from helpers import LineReader, parse_gc_pauses, pause_kind_of, pause_title, wait_until
 from test_record import dump_json
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
@@ -79,7 +79,7 @@ def test_every_pause_of_the_log_is_traced_and_checks(jdks, java_classes, tmp_pat
     ours = []
     for a in pause_ends:
         s = starts[(a["gc_id"], a["kind"])]
-        text = a["name"] + (f" ({a['cause']})" if a["cause"] else "")
+        text = pause_title(a["name"], a["cause"])
         ours.append((a["gc_id"], text, s["heap_used"] // MIB, a["heap_used"] // MIB, a["heap_committed"] // MIB))
     # Every pause line once, in order, same id, title, cause and heap figures.
     assert ours == [(g, t, b, a, c) for g, t, b, a, c, _ in logged]

@@ -65,15 +65,29 @@ def c_struct_fields(struct, path=REPO / "bpf/jvmtrace_events.h"):
     return fields, off
 
 
-@pytest.mark.parametrize("probe,struct,size", [("plab__batch", "jt_plab_record", 48),
-                                               ("alloc__batch", "jt_alloc_record", 72)])
-def test_batch_record_layout_agrees(probe, struct, size):
-    """A batch record's layout: the contract's comment, the catalogue and
-    the BPF/user-space struct (bpf/jvmtrace_events.h) say the same, field
-    for field and offset for offset."""
+def vm_struct_fields(struct, path=REPO / "usdt/hotspot/shared/utilities/jvmtraceProbes.hpp"):
+    """[(offset, field, type)], size of the struct the VM fills (the header
+    every release line's patch shares)."""
+    body = re.search(rf"struct {struct} \{{(.*?)\}};", path.read_text(), re.S).group(1)
+    fields, off = [], 0
+    for m in re.finditer(r"(uint64_t|int32_t|uint32_t|uint8_t)\s+(\w+)(\[(\d+)\])?;", body):
+        typ, name, n = m.group(1), m.group(2), int(m.group(4) or 1)
+        fields.append((off, name, typ if n == 1 else f"{n} bytes"))
+        off += {"uint64_t": 8, "int32_t": 4, "uint32_t": 4, "uint8_t": 1}[typ] * n
+    return fields, off
+
+
+@pytest.mark.parametrize("probe,struct,vm_struct,size", [("plab__batch", "jt_plab_record", "JvmtracePlabRecord", 48),
+                                                         ("alloc__batch", "jt_alloc_record", "JvmtraceAllocRecord", 72)])
+def test_batch_record_layout_agrees(probe, struct, vm_struct, size):
+    """A batch record's layout: the contract's comment, the catalogue, the
+    struct the VM fills (usdt/hotspot/shared, every release line) and the
+    BPF/user-space struct (bpf/jvmtrace_events.h) say the same, field for
+    field and offset for offset."""
     contract, contract_size = contract_record(probe)
     assert contract_size == size
     assert catalogue_record(probe) == contract
+    assert vm_struct_fields(vm_struct) == (contract, size)
     c_fields, c_size = c_struct_fields(struct)
     assert c_size == size
     assert c_fields == [(o, f) for o, f, _ in contract]

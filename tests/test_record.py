@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import BUILD_DIR
-from helpers import PROBES, SEPARATE, LineReader, contract_probes, go_uptime_s, jfr_events, parse_gc_log, traced_run
+from helpers import (PROBES, SEPARATE, LineReader, contract_probes, exec_argv, go_uptime_s, jfr_events, parse_gc_log,
+                     traced_run)
 from test_jvm_probes import GCS, java_cmd, worker_tid
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
@@ -469,18 +470,19 @@ def test_meta_cannot_be_forged_by_the_targets_command_line(jdks, java_classes, t
     cmd = java_cmd(jdks["patched"], java_classes, "G1", 64, "SystemGc", 2, EVIL_ARG)
     run = record_run(cmd, out)
     assert run.target_rc == 0, run.target_err
+    argv = exec_argv(cmd)  # what /proc/PID/cmdline said (21, 25: the wrapper execs the real java)
     r, recs = dump_json(out)
     assert r.returncode == 0, r.stderr
     meta = recs[0]
     assert meta["type"] == "meta" and meta["pid"] == str(run.pid) and meta["binary"].endswith("/libjvm.so"), meta
-    assert meta["cmdline"] == " ".join(cmd) and EVIL_ARG in meta["cmdline"], meta["cmdline"]
+    assert meta["cmdline"] == " ".join(argv) and EVIL_ARG in meta["cmdline"], meta["cmdline"]
     assert int(meta["start_monotonic_ns"]) > 1000, meta
     text = jvmtrace("dump", out)
     header = text.stdout.splitlines()[:2]
     assert header[0].startswith(f"# PID {run.pid}, ") and header[0].endswith("/libjvm.so"), header
-    assert header[1] == "# cmdline: " + " ".join(cmd).replace("\\", "\\\\").replace("\n", "\\n"), header
+    assert header[1] == "# cmdline: " + " ".join(argv).replace("\\", "\\\\").replace("\n", "\\n"), header
     rep = json.loads(jvmtrace("report", "--json", out).stdout)
-    assert rep["pid"] == run.pid and rep["cmdline"] == " ".join(cmd)
+    assert rep["pid"] == run.pid and rep["cmdline"] == " ".join(argv)
     assert not any(l.startswith("pid=1") for l in jvmtrace("report", out).stdout.splitlines())
     # A command line longer than the meta record holds is cut, saying so, and
     # every later key is still there (a 64 KiB meta record used to lose them).
@@ -488,10 +490,11 @@ def test_meta_cannot_be_forged_by_the_targets_command_line(jdks, java_classes, t
     cmd = java_cmd(jdks["patched"], java_classes, "G1", 64, "SystemGc", 1, "\\" * 70000)
     run = record_run(cmd, long)
     assert run.target_rc == 0, run.target_err
+    argv = exec_argv(cmd)
     r, recs = dump_json(long)
     meta = recs[0]
-    assert r.returncode == 0 and meta["cmdline"] == " ".join(cmd)[:16384], r.stderr
-    assert meta["cmdline_bytes"] == str(len(" ".join(cmd))) and int(meta["ring_buffer_bytes"]) > 0, meta.keys()
+    assert r.returncode == 0 and meta["cmdline"] == " ".join(argv)[:16384], r.stderr
+    assert meta["cmdline_bytes"] == str(len(" ".join(argv))) and int(meta["ring_buffer_bytes"]) > 0, meta.keys()
 
 
 def test_largest_blocks_with_stacks_on_a_long_run_read_back_complete(jdks, java_classes, tmp_path):

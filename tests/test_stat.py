@@ -6,12 +6,13 @@ import math
 import os
 import signal
 import subprocess
+from pathlib import Path
 
 import pytest
 from collections import Counter
 
-from conftest import BUILD_DIR
-from helpers import LineReader, go_uptime_s, jfr_events, parse_gc_log, traced_run
+from conftest import BUILD_DIR, JDK_LINES, jdk_homes
+from helpers import REPO, LineReader, go_uptime_s, jfr_events, parse_gc_log, traced_run
 from test_jvm_probes import java_cmd, worker_tid
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
@@ -313,3 +314,49 @@ def test_numeric_options_at_their_edges(usdt_fixture):
     run, r = stat_run([str(usdt_fixture), "--wait-for", "stdin", "--rounds", "10"], "-b", str(usdt_fixture),
                       "--top", "100000", "-i", "1e7", "-d", "1e7")
     assert run.target_rc == 0 and r["counters"]["slow_paths"] == 10, run.trace_err
+
+
+# How a container runtime that chroots (instead of pivot_root) enters its
+# root: a private mount namespace, bind mounts into the directory, chroot.
+CHROOT_ENTER = '''r=$1 c=$2 d=$3; shift 3
+mount -t proc proc "$r/proc" && mount --rbind /dev "$r/dev" && mount --rbind /tmp "$r/tmp" &&
+mount --bind "$c" "$r$c" || exit 125
+exec chroot "$r" /bin/sh -c 'cd "$0" && exec "$@"' "$d" "$@"'''
+
+
+@pytest.mark.parametrize("line", [l for l in JDK_LINES if l != "17"][:1] or ["21"])
+def test_a_jvm_chrooted_inside_its_own_mount_namespace_is_traced(line, java_classes, tmp_path):
+    """A JVM that chrooted into a directory of bind mounts inside its own mount
+    namespace maps libjvm.so through a mount /proc/PID/maps names from the
+    namespace's root, which /proc/PID/root does not lead back to.  stat and
+    record --stacks still attach, through /proc/PID/map_files, and count and
+    name what JFR sees.  Before that fallback both failed ("cannot read
+    /proc/PID/root/.../libjvm.so")."""
+    root = subprocess.run([str(REPO / "scripts/build-patched-jdk.sh"), "--print-root"], capture_output=True,
+                          text=True).stdout.strip()
+    assert root, "the Debian 13 root is not made: scripts/build-patched-jdk.sh --jdk 21"
+    cache = os.environ.get("JVMTRACE_CACHE", "/var/cache/jvmtrace")
+    home = jdk_homes(line)["patched"]
+    real_java = str((Path(home) / "lib").resolve().parent / "bin/java")
+    jfr = tmp_path / "rec.jfr"
+    inner = java_cmd(home, java_classes, "G1", 64, "AllocWorker", 2_000_000, jfr)
+    cmd = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", CHROOT_ENTER, "chroot-entry",
+           root, cache, str(tmp_path), real_java, *inner[1:]]
+    run, r = stat_run(cmd)
+    assert run.target_rc == 0, run.target_err
+    assert "/map_files/" in run.trace_err, run.trace_err  # the fallback, not /proc/PID/root
+    tid = worker_tid(run)
+    worker = next(t for t in r["threads"] if t["tid"] == tid)
+    jfr_refills = [e for e in jfr_events(home, jfr, "jdk.ObjectAllocationInNewTLAB")
+                   if e["values"]["eventThread"]["osThreadId"] == tid]
+    assert worker["tlab_refills"] == len(jfr_refills) > 100
+    # record --stacks names HotSpot's frames from the mapped file's symbols.
+    out = tmp_path / "k.jvmtrace"
+    rec = traced_run(lambda pid: [str(JVMTRACE), "record", "--stacks", "-p", str(pid), "-o", str(out)], cmd,
+                     ready=lambda l: l.startswith("Recording PID"), stderr_ready=True)
+    assert rec.target_rc == 0, rec.target_err
+    folded = tmp_path / "k.folded"
+    flame = subprocess.run([str(JVMTRACE), "flame", str(out), "-o", str(folded)], capture_output=True, text=True,
+                           timeout=120)
+    assert flame.returncode == 0, flame.stderr
+    assert "MemAllocator::" in folded.read_text(), folded.read_text()[:2000]

@@ -12,20 +12,24 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUILD_DIR
+from conftest import BUILD_DIR, JDK_LINES, jdk_homes
 from helpers import LineReader, go_uptime_s, jfr_events, parse_gc_log, traced_run
 from test_jvm_probes import java_cmd, worker_tid
 from test_record import dump_json, links_and_uprobes
 from test_stat import stat_run
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
-STOCK = {"unpatched-17": None, "debian-17": "/usr/lib/jvm/java-17-openjdk-amd64",
-         "temurin-25": "/usr/lib/jvm/temurin-25-jdk-amd64"}
+# Our unpatched build of each line (Debian's source, no patch: 21 and 25 in
+# the Debian 13 root), Debian 12's own JDK 17, and Temurin 25.
+STOCK = {**{f"unpatched-{line}": line for line in JDK_LINES},
+         "debian-17": "/usr/lib/jvm/java-17-openjdk-amd64", "temurin-25": "/usr/lib/jvm/temurin-25-jdk-amd64"}
 
 
 @pytest.fixture(params=list(STOCK))
-def stock_home(request, jdks):
-    home = STOCK[request.param] or jdks["unpatched"]
+def stock_home(request):
+    home = STOCK[request.param]
+    if request.param.startswith("unpatched-"):
+        home = jdk_homes(home)["unpatched"]
     if not Path(home, "bin/java").is_file():
         if request.param != "temurin-25":
             pytest.fail(f"{home} missing")

@@ -1,0 +1,136 @@
+/*
+ * jvmtrace USDT probes (provider "jvmtrace").  The contract -- names,
+ * argument types, when each fires -- is jvmtrace.d beside hotspot.d; the
+ * jvmtrace project's docs/probes.md describes it for users.
+ *
+ * Include this header last in a .cpp (or .inline.hpp) that fires a probe.
+ */
+#ifndef SHARE_UTILITIES_JVMTRACEPROBES_HPP
+#define SHARE_UTILITIES_JVMTRACEPROBES_HPP
+
+#if !defined(DTRACE_ENABLED) || !defined(LINUX)
+#error "the jvmtrace probes need a Linux build configured with --enable-dtrace"
+#endif
+
+#include "gc/shared/gcName.hpp"
+#include "runtime/osThread.hpp"
+#if __has_include("runtime/javaThread.hpp")   // 21+
+#include "runtime/javaThread.hpp"
+#else
+#include "runtime/thread.hpp"
+#endif
+// HotSpot's own probes come first: dtrace.hpp includes <sys/sdt.h> before
+// the headers dtrace -h generated, so sdt.h is set up without semaphores.
+#include "utilities/dtrace.hpp"
+#include "dtracefiles/jvmtrace.h"
+
+// sdt.h fixed at its first inclusion that probe notes carry no semaphore
+// address.  HotSpot's probes define no semaphore variables, ours do: choose
+// per provider, so jvmtrace probes record theirs and HotSpot's stay at 0.
+#undef _SDT_SEMAPHORE
+#define _SDT_SEMAPHORE(p, n) _JVMTRACE_SDT_SEMAPHORE_##p(p, n)
+#define _JVMTRACE_SDT_SEMAPHORE_jvmtrace(p, n) _SDT_ASM_1(_SDT_ASM_ADDR p##_##n##_semaphore)
+#define _JVMTRACE_SDT_SEMAPHORE_hotspot(p, n) _SDT_ASM_1(_SDT_ASM_ADDR 0)
+#define _JVMTRACE_SDT_SEMAPHORE_hotspot_jni(p, n) _SDT_ASM_1(_SDT_ASM_ADDR 0)
+#define _JVMTRACE_SDT_SEMAPHORE_hs_private(p, n) _SDT_ASM_1(_SDT_ASM_ADDR 0)
+
+// A 5-byte nop (0f 1f 44 00 00) instead of sdt.h's 1-byte one: Linux (6.x)
+// can replace a 5-byte nop with a call into a uprobe trampoline instead of
+// an int3 trap, about 4x cheaper per hit.  {disp8} keeps gas from dropping
+// the zero displacement (which would give the 4-byte 0f 1f 04 00).
+// This applies to every probe expanded after this header in the same file.
+#undef _SDT_NOP
+#define _SDT_NOP %{disp8%} nopl 0(%%rax,%%rax,1)
+
+// Values of the enum-like probe arguments; see jvmtrace.d.
+enum JvmtraceSlowOutcome {
+  JVMTRACE_SLOW_FAILED               = 0,
+  JVMTRACE_SLOW_NEW_TLAB             = 1,
+  JVMTRACE_SLOW_OUTSIDE_TLAB         = 2,
+  JVMTRACE_SLOW_NEW_TLAB_AFTER_GC    = 3,
+  JVMTRACE_SLOW_OUTSIDE_TLAB_AFTER_GC = 4,
+  JVMTRACE_SLOW_CURRENT_TLAB         = 5
+};
+enum JvmtraceGCKind { JVMTRACE_GC_YOUNG = 0, JVMTRACE_GC_FULL = 1, JVMTRACE_GC_CONCURRENT = 2 };
+enum JvmtraceDest { JVMTRACE_DEST_YOUNG = 0, JVMTRACE_DEST_OLD = 1 };
+enum JvmtracePauseKind {
+  JVMTRACE_PAUSE_YOUNG   = 0,  // every young pause (G1: Normal, Concurrent Start, Prepare Mixed, Mixed)
+  JVMTRACE_PAUSE_FULL    = 1,
+  JVMTRACE_PAUSE_REMARK  = 2,  // G1
+  JVMTRACE_PAUSE_CLEANUP = 3   // G1
+};
+
+// plab__batch (see jvmtrace.d): a GC thread's PLAB events, kept while the
+// probe is attached and reported in batches, one probe hit per batch.
+enum JvmtracePlabRecordKind {
+  JVMTRACE_PLAB_REC_ALLOC  = 0,
+  JVMTRACE_PLAB_REC_RETIRE = 1,
+  JVMTRACE_PLAB_REC_DIRECT = 2
+};
+struct JvmtracePlabRecord {
+  uint64_t ts_ns;
+  uint64_t address;
+  uint64_t bytes;
+  uint64_t used_bytes;
+  uint32_t gc_id;
+  int32_t  tid;
+  uint8_t  kind;
+  uint8_t  dest;
+  uint8_t  pad[6];
+};
+STATIC_ASSERT(sizeof(JvmtracePlabRecord) == 48);  // the contract's layout
+
+// alloc__batch (see jvmtrace.d): a mutator thread's slow paths, one record
+// each, kept while the probe is attached and reported in batches.
+struct JvmtraceAllocRecord {
+  uint64_t start_ns;
+  uint64_t end_ns;
+  uint64_t address;
+  uint64_t alloc_bytes;
+  uint64_t tlab_bytes;
+  uint64_t retired_waste_bytes;
+  uint64_t class_name;
+  uint32_t gcs;
+  int32_t  tid;
+  uint32_t class_name_len;
+  uint8_t  outcome;
+  uint8_t  pad[3];
+};
+STATIC_ASSERT(sizeof(JvmtraceAllocRecord) == 72);  // the contract's layout
+
+// Appends r to the calling JavaThread's batch, in _thread_in_vm (out of
+// line: jvmtraceProbes.cpp).  Only while alloc__batch is attached.
+void jvmtrace_alloc_append(const JvmtraceAllocRecord& r);
+
+// Appends a record to this thread's batch (out of line: jvmtraceProbes.cpp).
+void jvmtrace_plab_append(JvmtracePlabRecordKind kind, uint64_t address, uint64_t bytes,
+                          uint64_t used_bytes, uint32_t dest);
+inline void jvmtrace_plab_event(JvmtracePlabRecordKind kind, uint64_t address, uint64_t bytes,
+                                uint64_t used_bytes, uint32_t dest) {
+  if (JVMTRACE_PLAB_BATCH_ENABLED()) {
+    jvmtrace_plab_append(kind, address, bytes, used_bytes, dest);
+  }
+}
+// Reports every thread's pending records.  Only on the VM thread at a
+// safepoint, where no GC worker is copying (elsewhere it does nothing).
+void jvmtrace_plab_flush_all();
+
+// The whole heap's used bytes, safe to read from any thread a probe fires
+// on (jvmtraceProbes.cpp).
+size_t jvmtrace_heap_used();
+
+// The kernel tid of t, cached by HotSpot at thread start (no syscall).
+inline int32_t jvmtrace_tid(const Thread* t) {
+  const OSThread* os = t->osthread();
+  return os != nullptr ? (int32_t)os->thread_id() : 0;
+}
+
+inline uint32_t jvmtrace_gc_kind(GCName name) {
+  switch (name) {
+    case ParallelScavenge: case DefNew: case G1New: return JVMTRACE_GC_YOUNG;
+    case ParallelOld: case SerialOld: case G1Full: return JVMTRACE_GC_FULL;
+    default:                                        return JVMTRACE_GC_CONCURRENT;
+  }
+}
+
+#endif // SHARE_UTILITIES_JVMTRACEPROBES_HPP
