@@ -132,7 +132,10 @@ def main():
     base = configs[0]
     homes = jdk_homes(a.jdk)
     classes = tempfile.mkdtemp(prefix="allocbench")
-    subprocess.run([f"{homes['patched']}/bin/javac", "-d", classes, str(REPO / "bench/java/AllocBench.java"),
+    # Debian's javac 17: class files every line runs, and it reads the sources
+    # where they are (a 21/25 javac runs in the Debian 13 root, which does not
+    # see this clone).
+    subprocess.run(["/usr/lib/jvm/java-17-openjdk-amd64/bin/javac", "-d", classes, str(REPO / "bench/java/AllocBench.java"),
                     str(REPO / "tests/java/TestSupport.java")], check=True)
     args = (a.threads, a.iterations, a.iterations // 4)
     rng = random.Random(42)
