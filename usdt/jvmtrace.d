@@ -94,10 +94,11 @@ provider jvmtrace {
 	/* Every alloc__batch record made before flushed_ns has been reported.
 	 * Fires on the VM thread at each safepoint while it is attached, after
 	 * that safepoint's alloc__batch hits.  Attaching it also asks the VM
-	 * for a safepoint (a cleanup safepoint, as -Xlog:safepoint shows it)
-	 * once GuaranteedSafepointInterval (1 s by default) has passed without
-	 * one: a tracer attaches it just before it detaches, waits for one hit
-	 * after its own end, and so has every record up to its end. */
+	 * for a safepoint once an interval has passed without one (17, 21: a
+	 * "Cleanup" safepoint after GuaranteedSafepointInterval, 1 s by
+	 * default; 25: a "ForceSafepoint" after at most 1 s): a tracer
+	 * attaches it just before it detaches, waits for one hit after its own
+	 * end, and so has every record up to its end. */
 	probe alloc__drain(uint64_t flushed_ns);
 
 	/* Collections ----------------------------------------------------- */

@@ -6,10 +6,9 @@
  */
 // One source for JDK 17, 21 and 25 (usdt/hotspot/shared/, copied into the
 // tree by scripts/build-patched-jdk.sh): where the releases moved a header,
-// __has_include picks the one that is there.
-#if __has_include("precompiled.hpp")   // 17, 21 (25 passes it with -include)
-#include "precompiled.hpp"
-#endif
+// __has_include picks the one that is there.  No "precompiled.hpp": 25
+// passes it with -include and its build fails on a second inclusion, and on
+// 17 and 21 it only speeds up the compile; this file includes what it uses.
 #include "gc/shared/collectedHeap.hpp"
 #include "gc/shared/gcId.hpp"
 #include "memory/allocation.hpp"
@@ -229,7 +228,10 @@ bool jvmtrace_alloc_drain_requested() {
 void jvmtrace_alloc_at_safepoint() {
   assert(SafepointSynchronize::is_at_safepoint() && Thread::current()->is_VM_thread(),
          "owners must be stopped");
-  const jlong flush_began_ns = os::javaTimeNanos();
+  // The drain's time, read before the flush (and only while a tracer waits
+  // for it: a detached JVM pays nothing at its safepoints).
+  const bool drain = JVMTRACE_ALLOC_DRAIN_ENABLED() != 0;
+  const jlong flush_began_ns = drain ? os::javaTimeNanos() : 0;
   if (Atomic::load(&jvmtrace_alloc_batches) != nullptr) {
     if (JVMTRACE_ALLOC_BATCH_ENABLED()) {
       // Several threads' records go out together: one hit per
@@ -267,7 +269,7 @@ void jvmtrace_alloc_at_safepoint() {
       Atomic::inc(&jvmtrace_alloc_generation);
     }
   }
-  if (JVMTRACE_ALLOC_DRAIN_ENABLED()) {
+  if (drain) {
     JVMTRACE_ALLOC_DRAIN((uint64_t)flush_began_ns);
   }
 }
