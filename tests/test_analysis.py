@@ -52,7 +52,8 @@ def test_check_passes_clean_traces(traces, name):
     rc, c = check(traces[name])
     assert (rc, c["violations"], c["found"]) == (0, 0, []), c
     runs = c["checks"]
-    assert runs["tlab.alloc_within"] >= 5 and runs["tlab.disjoint"] == runs["tlab.alloc_within"]
+    # (the humongous program refills few TLABs: 4 on JDK 25, whose TLABs start larger)
+    assert runs["tlab.alloc_within"] >= 3 and runs["tlab.disjoint"] == runs["tlab.alloc_within"]
     assert runs["gc.paired"] >= 3 and runs["gc.id_order"] >= 3
     if name == "stock":
         assert "gc.heap_growth" not in runs and any("stock mode" in n for n in c["notes"])
