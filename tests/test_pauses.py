@@ -95,7 +95,9 @@ def test_every_pause_of_the_log_is_traced_and_checks(jdks, java_classes, tmp_pat
     gc_starts = [e["args"]["gc_id"] for e in events if e["probe"] == "gc__start"]
     gc_ends = [e["args"]["gc_id"] for e in events if e["probe"] == "gc__end"]
     assert sorted(gc_starts) == sorted(gc_ends)
-    if config == "Serial":
+    if config == "Serial" and jdks["line"] != "25":
+        # (25 checks a young collection is safe before it starts one: it
+        # gives none up, and logs no such line)
         assert "Collection attempt not safe" in log, "no young collection was given up: the test lost its point"
 
     check = subprocess.run([str(JVMTRACE), "report", "--check", str(trace)], capture_output=True, text=True,
