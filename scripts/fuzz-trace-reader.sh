@@ -15,7 +15,7 @@ for seed in "$@"; do cp "$seed" "$dir/corpus/"; done
 u=$repo/userspace
 clang++-14 -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -I"$u" -I"$repo/bpf" "$repo/tests/fuzz/trace_reader_fuzz.cpp" \
-  "$u/crc32c.cpp" "$u/trace_codec.cpp" "$u/trace_reader.cpp" -o "$dir/trace_reader_fuzz"
+  "$u/trace/crc32c.cpp" "$u/trace/codec.cpp" "$u/trace/reader.cpp" -o "$dir/trace_reader_fuzz"
 cd "$dir"
 echo "fuzzing the trace reader for ${seconds}s ($(ls corpus | wc -l) seeds)" >&2
 # A single allocation above 2 GiB is a finding (hostile input must not make

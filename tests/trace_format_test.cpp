@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "trace_reader.h"
-#include "trace_writer.h"
+#include "trace/reader.h"
+#include "trace/writer.h"
 
 using namespace jvmtrace::trace;
 

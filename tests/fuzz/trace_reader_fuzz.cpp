@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "trace_reader.h"
+#include "trace/reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace jvmtrace::trace;

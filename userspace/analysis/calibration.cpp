@@ -1,4 +1,4 @@
-#include "calibration.h"
+#include "analysis/calibration.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <ctime>
 
-#include "../../bpf/jvmtrace_events.h"
+#include "jvmtrace_events.h"
 
 namespace jvmtrace::analysis {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "../trace_reader.h"
-#include "json_value.h"
+#include "trace/reader.h"
+#include "analysis/json_value.h"
 
 namespace jvmtrace::analysis {
 

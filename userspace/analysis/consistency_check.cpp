@@ -1,10 +1,10 @@
-#include "consistency_check.h"
+#include "analysis/consistency_check.h"
 
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 
-#include "../../bpf/jvmtrace_events.h"
+#include "jvmtrace_events.h"
 
 namespace jvmtrace::analysis {
 

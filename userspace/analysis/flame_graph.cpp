@@ -1,4 +1,4 @@
-#include "flame_graph.h"
+#include "analysis/flame_graph.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -7,8 +7,8 @@
 #include <functional>
 #include <memory>
 
-#include "../../bpf/jvmtrace_events.h"
-#include "svg_plot.h"
+#include "jvmtrace_events.h"
+#include "analysis/svg_plot.h"
 
 namespace jvmtrace::analysis {
 

@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "../trace_reader.h"
+#include "trace/reader.h"
 
 namespace jvmtrace::analysis {
 

@@ -1,11 +1,11 @@
-#include "html_report.h"
+#include "analysis/html_report.h"
 
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
 
-#include "svg_plot.h"
+#include "analysis/svg_plot.h"
 
 namespace jvmtrace::analysis {
 

@@ -4,7 +4,7 @@
 #pragma once
 #include <string>
 
-#include "trace_summary.h"
+#include "analysis/trace_summary.h"
 
 namespace jvmtrace::analysis {
 

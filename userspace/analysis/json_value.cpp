@@ -1,4 +1,4 @@
-#include "json_value.h"
+#include "analysis/json_value.h"
 
 #include <cctype>
 #include <cstdlib>

@@ -1,10 +1,10 @@
-#include "perfetto_export.h"
+#include "analysis/perfetto_export.h"
 
 #include <cinttypes>
 #include <cstdio>
 
-#include "../../bpf/jvmtrace_events.h"
-#include "cli.h"
+#include "jvmtrace_events.h"
+#include "base/strings.h"
 
 namespace jvmtrace::analysis {
 

@@ -1,10 +1,10 @@
-#include "trace_summary.h"
+#include "analysis/trace_summary.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
-#include "../../bpf/jvmtrace_events.h"
+#include "jvmtrace_events.h"
 
 namespace jvmtrace::analysis {
 

@@ -1,4 +1,4 @@
-#include "connection.h"
+#include "daemon/connection.h"
 
 #include <fcntl.h>
 #include <poll.h>

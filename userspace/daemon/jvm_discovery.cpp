@@ -1,4 +1,4 @@
-#include "jvm_discovery.h"
+#include "daemon/jvm_discovery.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "target.h"
+#include "process/target.h"
 
 namespace jvmtrace {
 

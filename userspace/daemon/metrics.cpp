@@ -1,4 +1,4 @@
-#include "metrics.h"
+#include "daemon/metrics.h"
 
 #include <map>
 #include <sstream>

@@ -1,4 +1,4 @@
-#include "pending.h"
+#include "daemon/pending.h"
 
 #include <signal.h>
 #include <sys/wait.h>

@@ -1,9 +1,9 @@
-#include "request.h"
+#include "daemon/request.h"
 
 #include <sstream>
 #include <vector>
 
-#include "cli.h"
+#include "base/strings.h"
 
 namespace jvmtrace {
 

@@ -1,4 +1,4 @@
-#include "trace_dir.h"
+#include "daemon/trace_dir.h"
 
 #include <dirent.h>
 #include <fcntl.h>

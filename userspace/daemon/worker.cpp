@@ -1,4 +1,4 @@
-#include "worker.h"
+#include "daemon/worker.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -1,0 +1,52 @@
+// Stock mode: the jvmtrace events of an unpatched HotSpot, from uprobes on
+// libjvm.so's own functions (bpf/jvmtrace_stock.bpf.c).  Everything specific
+// to a JDK build is looked up in that build: function symbols by C++ name,
+// field offsets in the JVM's gHotSpotVMStructs, GC names from the tracer
+// object's vtable symbol.  What it cannot see: docs/stock-mode.md.
+#pragma once
+#include <bpf/libbpf.h>
+#include <sys/types.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hotspot/elf_symbols.h"
+#include "attach/usdt_attach.h"
+
+namespace jvmtrace {
+
+class StockTarget {
+ public:
+  // Reads libjvm's symbols and the JVM's field offsets; false with *error.
+  bool prepare(pid_t pid, const std::string& libjvm, std::string* error);
+
+  uint64_t klass_name_off = 0, symbol_length_off = 0, symbol_body_off = 0;
+
+  // Attaches every loaded program of obj (named after the function it
+  // traces) as a uprobe; links go to *links even on failure.
+  bool attach(bpf_object* obj, Links* links, std::string* error) const;
+
+  // The collector behind a GC tracer object, from its vtable pointer
+  // (G1NewTracer -> "G1New"); "" if the address is no known vtable.
+  std::string gc_name(uint64_t vptr) const;
+
+  // Every GC tracer class's vtable pointer as objects of it hold it in this
+  // process (vtable + 16), with its collection kind (gc_kind_of).
+  std::vector<std::pair<uint64_t, uint32_t>> tracer_kinds() const;
+
+  // Which probes stock mode gives, and how completely, for the trace's meta.
+  static const char* coverage();
+
+ private:
+  pid_t pid_ = 0;
+  std::string libjvm_;
+  ElfSymbols syms_;
+  uint64_t bias_ = 0;
+};
+
+// HotSpot's kind of a collection by collector name (as the patch's
+// jvmtrace_gc_kind): 0 young pause, 1 full pause, 2 concurrent.
+uint32_t gc_kind_of(const std::string& name);
+
+}  // namespace jvmtrace

@@ -1,4 +1,0 @@
-#pragma once
-namespace jvmtrace {
-int calibrate_command(int argc, char** argv);
-}

@@ -1,0 +1,79 @@
+#include "cli/histogram.h"
+
+#include <algorithm>
+
+namespace jvmtrace {
+
+namespace {
+
+// Slot k covers [2^k, 2^(k+1) - 1]; slot 0 covers [0, 1].
+uint64_t slot_low(int k) { return k == 0 ? 0 : (uint64_t{1} << k); }
+uint64_t slot_high(int k) { return (uint64_t{1} << (k + 1)) - 1; }
+
+// Non-empty range [first, last], or first > last when all slots are 0.
+void used_range(const __u64* slots, int n, int* first, int* last) {
+  *first = n;
+  *last = -1;
+  for (int k = 0; k < n; k++)
+    if (slots[k]) {
+      *first = std::min(*first, k);
+      *last = k;
+    }
+}
+
+}  // namespace
+
+uint64_t hist_total(const __u64* slots, int n) {
+  uint64_t t = 0;
+  for (int k = 0; k < n; k++) t += slots[k];
+  return t;
+}
+
+void print_log2_hist(FILE* out, const __u64* slots, int n, const char* unit, uint64_t divisor) {
+  int first, last;
+  used_range(slots, n, &first, &last);
+  if (last < 0) {
+    std::fprintf(out, "     (no events)\n");
+    return;
+  }
+  uint64_t max = *std::max_element(slots + first, slots + last + 1);
+  const int width = 40;
+  std::fprintf(out, "%24s : count    distribution\n", unit);
+  for (int k = first; k <= last; k++) {
+    int stars = max ? static_cast<int>(slots[k] * width / max) : 0;
+    std::fprintf(out, "%10llu -> %-10llu : %-8llu |%-*s|\n", (unsigned long long)(slot_low(k) / divisor),
+                 (unsigned long long)(slot_high(k) / divisor), (unsigned long long)slots[k], width,
+                 std::string(static_cast<size_t>(stars), '*').c_str());
+  }
+}
+
+std::string log2_hist_json(const __u64* slots, int n, const char* unit, uint64_t divisor, uint64_t sum) {
+  int first, last;
+  used_range(slots, n, &first, &last);
+  std::string s = std::string("{\"unit\": \"") + unit + "\", \"total\": " + std::to_string(hist_total(slots, n)) +
+                  ", \"sum\": " + std::to_string(sum / divisor) + ", \"buckets\": [";
+  for (int k = first; k <= last; k++) {
+    s += (k == first ? "" : ", ");
+    s += "{\"low\": " + std::to_string(slot_low(k) / divisor) + ", \"high\": " +
+         std::to_string(slot_high(k) / divisor) + ", \"count\": " + std::to_string(slots[k]) + "}";
+  }
+  return s + "]}";
+}
+
+std::string log2_hist_prometheus(const std::string& name, const std::string& labels, const __u64* slots, int n,
+                                 uint64_t divisor, uint64_t sum) {
+  std::string s;
+  const std::string sep = labels.empty() ? "" : ",";
+  uint64_t cum = 0;
+  for (int k = 0; k < n; k++) {  // every slot, always: a series must not come and go between scrapes
+    cum += slots[k];
+    s += name + "_bucket{" + labels + sep + "le=\"" + std::to_string(slot_high(k) / divisor) + "\"} " +
+         std::to_string(cum) + "\n";
+  }
+  s += name + "_bucket{" + labels + sep + "le=\"+Inf\"} " + std::to_string(hist_total(slots, n)) + "\n";
+  s += name + "_sum{" + labels + "} " + std::to_string(sum / divisor) + "\n";
+  s += name + "_count{" + labels + "} " + std::to_string(hist_total(slots, n)) + "\n";
+  return s;
+}
+
+}  // namespace jvmtrace

@@ -1,0 +1,1103 @@
+// `jvmtrace record`: every jvmtrace probe hit of a live JVM, through a BPF
+// ring buffer, into a trace file (userspace/trace_format.h,
+// docs/trace-format.md).  Class and GC names are read from the JVM once per
+// distinct name, when first seen; drops are counted in the kernel and stored.
+#include "cli/commands.h"
+
+#include <dirent.h>
+#include <getopt.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "cli/common.h"
+#include "attach/launch.h"
+#include "jvmtrace_events.h"
+#include "jvmtrace_record.skel.h"
+#include "jvmtrace_stock.skel.h"
+#include <bpf/bpf.h>
+
+
+#include "hotspot/g1_region_size.h"
+#include "hotspot/stack_symbolizer.h"
+#include "attach/stock_attach.h"
+#include "process/target.h"
+#include "trace/writer.h"
+#include "attach/usdt_attach.h"
+
+namespace jvmtrace {
+
+namespace {
+
+struct Options {
+  pid_t pid = 0;
+  std::string output;
+  std::string binary;
+  double duration = 0;
+  long buffer_mb = 16;
+  long block_kb = 256;
+  std::string mode = "auto";
+  std::string probe_set = "auto";  // usdt: batched, combined, separate, or auto (the first the JVM has)
+  double segment_mb = 0;       // rotate at this size; 0: not by size
+  double segment_seconds = 0;  // rotate at this age; 0: not by time
+  long keep = 0;        // segments kept (oldest deleted); 0: all
+  bool verbose = false;
+  int progress = -1;  // -1: when stderr is a terminal
+  bool stacks = false;
+  double perfmap_seconds = 2;
+  double launch_timeout = 30;  // -- COMMAND: how long to wait for its JVM
+  bool launch_timeout_set = false;
+};
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "USAGE: jvmtrace record -p PID -o FILE [OPTIONS]\n"
+               "       jvmtrace record -o FILE [OPTIONS] -- COMMAND [ARGS...]\n"
+               "OPTIONS: [-d SEC] [--mode auto|usdt|stock] [--buffer-mb N] [--segment-mb N]\n"
+               "         [--segment-seconds S] [--keep N] [--block-kb N] [--stacks [--perfmap-seconds S]]\n"
+               "         [-q|--progress] [--probe-set auto|combined|separate] [--launch-timeout S] [-v]\n"
+               "Records every jvmtrace probe hit of a JVM (TLAB refills, slow-path\n"
+               "allocations, GCs, PLABs, direct promotions) into a compact trace file, until\n"
+               "Ctrl-C, -d, or the JVM's exit.  Events the kernel could not queue are counted,\n"
+               "shown and stored in the trace.  Read it with 'jvmtrace dump' or 'jvmtrace report'.\n"
+               "-- COMMAND runs a Java program and records its JVM from its first allocation: the\n"
+               "JVM is held at start-up (-XX:+UnlockDiagnosticVMOptions -XX:+PauseAtStartup after\n"
+               "argv[0] of a java launcher, else in JDK_JAVA_OPTIONS, which makes java print a\n"
+               "NOTE line on stderr) until the probes are attached.  The program keeps jvmtrace's\n"
+               "stdin, stdout, stderr and terminal; Ctrl-C is the program's, and the recording\n"
+               "ends when its JVM exits.  The exit status is then COMMAND's (128+N: killed by\n"
+               "signal N); COMMAND runs on even if recording fails.\n"
+               "  -p, --pid PID         the JVM\n"
+               "  -o, --output FILE     the trace file to create; a regular file there is replaced (a new\n"
+               "                        file renamed over it), a symbolic link is refused\n"
+               "  -d, --duration SEC    stop after SEC seconds\n"
+               "      --buffer-mb N     kernel ring buffer size in MiB, a power of two up to 2048 (default 16)\n"
+               "      --segment-mb N    rotate: a new file each N MiB, named FILE with .000000, .000001, ...\n"
+               "                        before its .jvmtrace; each segment reads on its own.  Segment\n"
+               "                        files are never written over: an earlier recording's are an error\n"
+               "      --segment-seconds S  rotate also (or only) when a segment is S seconds old\n"
+               "      --keep N          with segments: keep only the newest N\n"
+               "      --block-kb N      trace block size in KiB, 1 to 16384 (default 256); a block is also written\n"
+               "                        once a second, so a killed recorder loses at most ~1 s\n"
+               "  -q, --quiet           no progress line\n"
+               "      --progress        a progress line even when stderr is not a terminal\n"
+               "      --mode MODE       usdt: the jvmtrace probes of a patched JVM; stock: uprobes on an\n"
+               "                        unpatched HotSpot's own functions (fewer events: docs/stock-mode.md);\n"
+               "                        auto (default): usdt if the JVM has the probes, else stock\n"
+               "      --probe-set SET   usdt: batched, one probe hit per batch of a thread's allocation slow\n"
+               "                        paths (alloc__batch, up to 128) and of PLAB events (plab__batch);\n"
+               "                        combined, one hit per slow path (alloc__slow); separate, the probes of\n"
+               "                        each site (three hits per TLAB refill, two per PLAB); auto (default):\n"
+               "                        the first of these the JVM has (combined with --stacks).  The trace\n"
+               "                        holds the same events either way; batched, the recording's end waits\n"
+               "                        (up to 5 s) for the JVM's next safepoint to hand over the rest\n"
+               "      --stacks          also the user stack of each TLAB refill and slow-path entry, for\n"
+               "                        'jvmtrace flame'.  Java frames need the JVM started with\n"
+               "                        -XX:+PreserveFramePointer; they are named from its perf map, which\n"
+               "                        the recorder has the target's jcmd write (Compiler.perfmap)\n"
+               "      --perfmap-seconds S  --stacks: refresh the perf map every S seconds (default 2): JIT\n"
+               "                        code moves.  For a JVM that lives only seconds, also start it with\n"
+               "                        -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit\n"
+               "  -b, --binary PATH     the ELF file with the probes (default: PID's libjvm.so)\n"
+               "      --launch-timeout S  -- COMMAND: wait at most S seconds (default 30) for its JVM\n"
+               "  -v, --verbose         libbpf debug output; with -- COMMAND, how it is started and let go\n"
+               "Exit status: 0 recorded and ended cleanly; 1 error (the trace, if any, keeps what\n"
+               "was written before it); 2 bad usage.  With -- COMMAND: COMMAND's status once it has\n"
+               "started (127: not found, 126: not executable).\n"
+               "EXAMPLES:\n"
+               "  jvmtrace record -o app.jvmtrace -- java -Xmx1g -jar app.jar   # from its first allocation\n"
+               "  jvmtrace record -p 4242 -o app.jvmtrace          # until Ctrl-C\n"
+               "  jvmtrace record -p 4242 -o app.jvmtrace -d 60\n"
+               "  jvmtrace record -p 4242 -o app.jvmtrace --mode stock   # an unpatched JVM\n"
+               "  jvmtrace record -p 4242 -o app.jvmtrace --stacks && jvmtrace flame app.jvmtrace -o app.svg\n"
+               "  jvmtrace report app.jvmtrace\n");
+}
+
+// FILE.jvmtrace -> FILE.000007.jvmtrace (other names: NAME.000007).
+std::string segment_path(const std::string& base, uint64_t n) {
+  char num[32];
+  std::snprintf(num, sizeof num, ".%06llu", (unsigned long long)n);
+  static const std::string kExt = ".jvmtrace";
+  if (base.size() > kExt.size() && base.compare(base.size() - kExt.size(), kExt.size(), kExt) == 0)
+    return base.substr(0, base.size() - kExt.size()) + num + kExt;
+  return base + num;
+}
+
+// The command line stored in the meta record is cut at this many bytes (its
+// escaped form at most twice that, within kMaxMetaLen with the other keys).
+constexpr size_t kMaxCmdline = 16 << 10;
+
+// False (with *error) if a segment of base (FILE.NNNNNN.jvmtrace) exists:
+// segments are never written over, so an earlier recording's must go first.
+bool check_no_segments(const std::string& base, std::string* error) {
+  const std::string first = segment_path(base, 0);
+  const size_t slash = first.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : first.substr(0, slash);
+  const std::string name0 = slash == std::string::npos ? first : first.substr(slash + 1);
+  // name0 is PREFIX.000000SUFFIX; a segment is PREFIX, six or more digits, SUFFIX.
+  const size_t digits = name0.rfind(".000000") + 1;
+  const std::string prefix = name0.substr(0, digits), suffix = name0.substr(digits + 6);
+  DIR* d = opendir(dir.c_str());
+  if (!d) {
+    *error = "cannot read the directory " + dir + ": " + std::strerror(errno);
+    return false;
+  }
+  std::string found;
+  while (dirent* e = readdir(d)) {
+    const std::string n = e->d_name;
+    if (n.size() < prefix.size() + 6 + suffix.size() || n.compare(0, prefix.size(), prefix) != 0 ||
+        n.compare(n.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    const std::string mid = n.substr(prefix.size(), n.size() - prefix.size() - suffix.size());
+    if (mid.size() >= 6 && mid.find_first_not_of("0123456789") == std::string::npos) {
+      found = n;
+      break;
+    }
+  }
+  closedir(d);
+  if (!found.empty()) {
+    *error = "refusing to record into segments of " + base + ": " + (dir == "." ? "" : dir + "/") + found +
+             " exists (an earlier recording's?); segments are never written over: remove them, or name another file";
+    return false;
+  }
+  return true;
+}
+
+
+// --buffer-mb's largest value: the ring buffer's size (bytes) is a map's u32
+// max_entries and a power of two.
+constexpr long kMaxBufferMb = 2048;
+static_assert((static_cast<uint64_t>(kMaxBufferMb) << 20) <= UINT32_MAX, "the ring buffer size fits max_entries");
+
+// How long the end of a batched recording waits for the JVM to hand over its
+// buffered slow paths: its next safepoint, at most two
+// GuaranteedSafepointInterval (1 s by default) away.
+constexpr double kDrainTimeout = 5.0;
+
+// Distinct user stacks the kernel keeps for --stacks (64 frames each: 8 MiB);
+// a stack first seen with the map full is not captured (and counted).
+constexpr uint32_t kStackMapEntries = 16384;
+
+struct SkelDelete {
+  void operator()(jvmtrace_record* s) const { jvmtrace_record__destroy(s); }
+};
+struct StockSkelDelete {
+  void operator()(jvmtrace_stock* s) const { jvmtrace_stock__destroy(s); }
+};
+
+// Turns kernel events into trace events: thread, class and GC-name tables.
+class Recorder {
+ public:
+  Recorder(pid_t pid, trace::TraceWriter* w, const StockTarget* stock) : pid_(pid), w_(w), stock_(stock) {}
+
+  static int on_event(void* ctx, void* data, size_t size) {
+    auto* self = static_cast<Recorder*>(ctx);
+    if (self->before_first_) {
+      self->before_first_();
+      self->before_first_ = nullptr;
+    }
+    if (size < JT_EVENT_SIZE(0)) {  // not even a header: an event lost, counted
+      self->malformed_++;
+      return 0;
+    }
+    self->add(*static_cast<const jt_event*>(data), size);
+    return 0;
+  }
+
+ private:
+  void add(const jt_event& k, size_t size) {
+    const bool has_stack = k.probe & JT_EVENT_HAS_STACK;
+    const uint16_t probe = k.probe & ~JT_EVENT_HAS_STACK;
+    if (probe == JT_K_PLAB_BATCH) return add_plab_batch(k, size, has_stack);
+    flush_plab_events();
+    if (probe == JT_K_ALLOC_SLOW) return add_alloc_slow(k, size, has_stack);
+    if (probe == JT_K_ALLOC_BATCH) return add_alloc_batch(k, size, has_stack);
+    const bool pause = probe == JT_GC_PAUSE_START || probe == JT_GC_PAUSE_END;
+    if (probe >= JT_PROBE_COUNT || k.nargs > JT_EVENT_MAX_ARGS ||
+        size < static_cast<size_t>(JT_EVENT_SIZE(k.nargs + (has_stack ? 1 : 0))) ||
+        (pause && (k.nargs != 6 || has_stack || size < JT_PAUSE_EVENT_SIZE))) {
+      malformed_++;
+      return;
+    }
+    trace::Event e;
+    e.ts_ns = k.ts_ns;
+    e.probe = probe;
+    e.thread = thread(k.tid);
+    for (int i = 0; i < k.nargs; i++) e.a[i] = k.args[i];
+    switch (probe) {
+      case JT_TLAB_REFILL:  // class name pointer, length at 3, 4
+        e.a[3] = klass(k.args[3], k.args[4]);
+        e.a[4] = 0;
+        break;
+      case JT_ALLOC_SLOW_ENTER:  // at 1, 2
+        e.a[1] = klass(k.args[1], k.args[2]);
+        e.a[2] = 0;
+        break;
+      case JT_GC_START:
+      case JT_GC_END:
+        if (stock_) {
+          if (!stock_gc(k, &e)) {  // an end whose start was before the attach (or lost): counted
+            gc_end_unpaired_++;
+            return;
+          }
+        } else {  // name, cause: NUL-terminated
+          e.a[1] = string(k.args[1]);
+          e.a[2] = string(k.args[2]);
+        }
+        break;
+      case JT_GC_PAUSE_START:
+      case JT_GC_PAUSE_END: {  // the name's text follows the arguments
+        const char* name = reinterpret_cast<const char*>(&k) + JT_EVENT_SIZE(6);
+        e.a[1] = text(std::string(name, strnlen(name, JT_PAUSE_NAME_MAX)));
+        e.a[2] = string(k.args[2]);
+        break;
+      }
+    }
+    w_->event(e);
+    if (has_stack) w_->event_stack(stack(static_cast<int64_t>(k.args[k.nargs])));
+  }
+
+  // alloc__slow (usdt/jvmtrace.d): the events of the three probes it stands
+  // for, as they would have been recorded (write_slow_path()); the one
+  // stack goes with the enter and the refill.
+  void add_alloc_slow(const jt_event& k, size_t size, bool has_stack) {
+    // (an outcome the record's byte cannot hold is no outcome of the contract's)
+    if (k.nargs != 10 || size < static_cast<size_t>(JT_EVENT_SIZE(k.nargs + (has_stack ? 1 : 0))) ||
+        k.args[3] > UINT8_MAX || k.args[2] > UINT32_MAX) {
+      malformed_++;
+      return;
+    }
+    jt_alloc_record p{};  // the same slow path as an alloc__batch record
+    p.tid = static_cast<int32_t>(k.tid);
+    p.alloc_bytes = k.args[0];
+    p.class_name = k.args[1];
+    p.class_name_len = static_cast<uint32_t>(k.args[2]);
+    p.outcome = static_cast<uint8_t>(k.args[3]);
+    p.tlab_bytes = k.args[4];
+    p.address = k.args[6];
+    p.retired_waste_bytes = k.args[7];
+    p.gcs = static_cast<uint32_t>(k.args[8]);
+    p.start_ns = k.args[9];
+    p.end_ns = k.ts_ns;
+    write_slow_path(p, has_stack ? stack(static_cast<int64_t>(k.args[10])) : -2);
+  }
+
+  // alloc__batch: each record is one slow path, as alloc__slow reports it,
+  // of the thread it names, ending at its end_ns (the VM's clock).  Records
+  // of slow paths that ended outside the recording's window (before the
+  // attach: left in the VM by an earlier tracer; after its end, while the
+  // VM's buffers are drained) are left out, as stat leaves them out.
+  void add_alloc_batch(const jt_event& k, size_t size, bool has_stack) {
+    const size_t head = JT_EVENT_SIZE(3);
+    if (has_stack || k.nargs != 3 || size < head) {
+      malformed_++;
+      return;
+    }
+    const uint64_t count = k.args[1], step = k.args[2];
+    if (step < JT_ALLOC_RECORD_BYTES) {  // not the contract's layout: every record lost
+      malformed_ += count;
+      return;
+    }
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(&k) + head;
+    const uint64_t n = std::min<uint64_t>(count, (size - head) / step);
+    for (uint64_t i = 0; i < n; i++) {
+      jt_alloc_record r;
+      std::memcpy(&r, p + i * step, sizeof r);
+      if (r.end_ns < window_start_ns_ || (window_end_ns_ && r.end_ns > window_end_ns_)) {
+        outside_window_++;
+        continue;
+      }
+      write_slow_path(r, -2);
+    }
+    malformed_ += count - n;  // cut in the kernel, or unreadable there: lost, counted
+  }
+
+  // One slow path as the separate probes would have recorded it: the enter
+  // at its start (the VM's clock is the kernel's CLOCK_MONOTONIC; none if
+  // it was not measured, as when an attach comes mid-slow-path), the refill
+  // (new-TLAB outcomes) and the exit at its end.  stack_id: the trace's
+  // stack for the enter and the refill, -2 for none taken.
+  void write_slow_path(const jt_alloc_record& p, int64_t stack_id) {
+    const uint64_t cls = klass(p.class_name, p.class_name_len);
+    trace::Event e;
+    e.thread = thread(static_cast<uint32_t>(p.tid));
+    if (p.start_ns) {
+      e.ts_ns = p.start_ns;
+      e.probe = JT_ALLOC_SLOW_ENTER;
+      e.a[0] = p.alloc_bytes;
+      e.a[1] = cls;
+      w_->event(e);
+      if (stack_id != -2) w_->event_stack(stack_id);
+    }
+    e = trace::Event{};
+    e.thread = thread(static_cast<uint32_t>(p.tid));
+    e.ts_ns = p.end_ns;
+    if (p.outcome == 1 || p.outcome == 3) {
+      e.probe = JT_TLAB_REFILL;
+      e.a[0] = p.address;
+      e.a[1] = p.tlab_bytes;
+      e.a[2] = p.alloc_bytes;
+      e.a[3] = cls;
+      e.a[5] = p.retired_waste_bytes;
+      w_->event(e);
+      if (stack_id != -2) w_->event_stack(stack_id);
+      e.a[1] = e.a[3] = e.a[5] = 0;
+    }
+    e.probe = JT_ALLOC_SLOW_EXIT;
+    e.a[0] = p.address;
+    e.a[1] = p.alloc_bytes;
+    e.a[2] = p.outcome;
+    e.a[3] = p.gcs;
+    w_->event(e);
+  }
+
+  uint64_t window_start_ns_ = 0, window_end_ns_ = 0;
+
+  // plab__batch: each record becomes the plab__alloc, plab__retire or
+  // promote__direct event it stands for, at its own time and thread.  The
+  // events wait until the next record that is not a batch (the
+  // collection's gc__end or gc__pause__end at the latest: the VM flushes
+  // every batch before those) and are then written in time order: a PLAB is
+  // often retired by another thread than the one it was handed out to, and
+  // the two threads' batches arrive in either order.
+  void add_plab_batch(const jt_event& k, size_t size, bool has_stack) {
+    const size_t head = JT_EVENT_SIZE(3);
+    if (has_stack || k.nargs != 3 || size < head) {
+      malformed_++;
+      return;
+    }
+    const uint64_t count = k.args[1], step = k.args[2];
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(&k) + head;
+    const size_t avail = size - head;
+    if (step < JT_PLAB_RECORD_BYTES) {  // not the contract's layout: every record lost
+      malformed_ += count;
+      return;
+    }
+    const uint64_t n = std::min<uint64_t>(count, avail / step);
+    for (uint64_t i = 0; i < n; i++) {
+      jt_plab_record r;
+      std::memcpy(&r, p + i * step, sizeof r);
+      trace::Event e;
+      e.ts_ns = r.ts_ns;
+      e.thread = thread(static_cast<uint32_t>(r.tid));
+      e.a[0] = r.gc_id;
+      e.a[1] = r.address;
+      e.a[2] = r.bytes;
+      switch (r.kind) {
+        case JT_PLAB_REC_ALLOC:
+          e.probe = JT_PLAB_ALLOC;
+          e.a[3] = r.dest;
+          break;
+        case JT_PLAB_REC_RETIRE:
+          e.probe = JT_PLAB_RETIRE;
+          e.a[3] = r.used_bytes;
+          e.a[4] = r.bytes - r.used_bytes;
+          e.a[5] = r.dest;
+          break;
+        case JT_PLAB_REC_DIRECT:
+          e.probe = JT_PROMOTE_DIRECT;
+          e.a[3] = r.dest;
+          break;
+        default:
+          malformed_++;
+          continue;
+      }
+      pending_plab_.push_back(e);
+    }
+    malformed_ += count - n;  // cut in the kernel, or unreadable there: lost, counted
+  }
+
+  std::vector<trace::Event> pending_plab_;  // from batches, not yet written
+
+  // The trace's id for the kernel's stack id kid (reading and naming the
+  // stack the first time), or -1 when none was captured.
+  int64_t stack(int64_t kid) {
+    if (kid < 0 || stack_map_fd_ < 0) {
+      stacks_missing_++;
+      if (kid < 0) stack_errors_[static_cast<int>(-kid)]++;
+      return -1;
+    }
+    auto it = stack_ids_.find(kid);
+    if (it != stack_ids_.end()) return it->second.id;
+    CachedStack c;
+    const uint64_t key = static_cast<uint64_t>(kid);
+    if (bpf_map_lookup_elem(stack_map_fd_, &key, c.ips) != 0) {
+      stacks_missing_++;
+      return -1;
+    }
+    std::vector<uint64_t> frames = name_stack(&c);
+    c.id = w_->define_stack(frames);
+    stacks_defined_++;
+    // Code the perf map does not know yet: have the map written again soon,
+    // and again while such a stack is in use (a refresh can come before the
+    // JIT finishes, or fail); see perf_map_changed().
+    if (c.unnamed) unnamed_stacks_++;
+    return stack_ids_.emplace(kid, c).first->second.id;
+  }
+
+  struct CachedStack {
+    uint64_t ips[JT_STACK_DEPTH] = {};
+    int64_t id = -1;
+    bool unnamed = false;  // has a frame in JIT code the perf map did not name
+  };
+
+  // The frames' names (string ids), leaf first.
+  std::vector<uint64_t> name_stack(CachedStack* c) {
+    std::vector<uint64_t> frames;
+    const uint64_t unnamed = symbolizer_->unresolved_jit();
+    for (int i = 0; i < JT_STACK_DEPTH && c->ips[i]; i++)  // a return address is past its call: -1
+      frames.push_back(text(symbolizer_->frame(i == 0 ? c->ips[i] : c->ips[i] - 1)));
+    if (frames.size() == JT_STACK_DEPTH) frames.push_back(text("[deeper frames not captured]"));
+    c->unnamed = symbolizer_->unresolved_jit() != unnamed;
+    return frames;
+  }
+
+  // Stock GC events arrive as (tracer object, its vtable, cause number):
+  // number the collections, pair end with start by tracer, name the
+  // collector from the vtable.  False for an end whose start came before
+  // the attach.
+  bool stock_gc(const jt_event& k, trace::Event* e) {
+    const uint64_t tracer = k.args[0];
+    uint64_t id, cause;
+    if (k.probe == JT_GC_START) {
+      id = next_gc_id_++;
+      cause = k.args[2];
+      gc_open_[tracer] = {id, cause};
+    } else {
+      auto it = gc_open_.find(tracer);
+      if (it == gc_open_.end()) return false;
+      id = it->second.first;
+      cause = it->second.second;
+      gc_open_.erase(it);
+    }
+    auto name = gc_names_.find(k.args[1]);
+    if (name == gc_names_.end()) {
+      std::string n = stock_->gc_name(k.args[1]);
+      name = gc_names_.emplace(k.args[1], n.empty() ? "<unknown collector>" : n).first;
+    }
+    e->a[0] = id;
+    e->a[1] = text(name->second);
+    e->a[2] = text("GCCause #" + std::to_string(cause));
+    e->a[3] = gc_kind_of(name->second);
+    e->a[4] = e->a[5] = 0;
+    return true;
+  }
+
+  uint64_t text(const std::string& s) {
+    auto it = texts_.find(s);
+    if (it != texts_.end()) return it->second;
+    return texts_.emplace(s, w_->define_string(s)).first->second;
+  }
+
+  uint32_t thread(uint32_t tid) {
+    auto it = threads_.find(tid);
+    if (it != threads_.end()) return it->second;
+    std::string name = thread_name(pid_, tid);
+    return threads_.emplace(tid, w_->define_thread(tid, name.empty() ? "<exited>" : name)).first->second;
+  }
+
+  // A class is its name's address and length (a HotSpot Symbol's bytes: a
+  // different length at the same address is a different, later Symbol).
+  uint64_t klass(uint64_t addr, uint64_t len) {
+    auto key = std::make_pair(addr, len);
+    auto it = classes_.find(key);
+    if (it != classes_.end()) return it->second;
+    std::string name = len ? read_process_memory(pid_, addr, len < 1024 ? len : 1024) : "";
+    if (name.empty()) name = addr ? "<unreadable>" : "<none>";
+    return classes_.emplace(key, w_->define_class(name)).first->second;
+  }
+
+  uint64_t string(uint64_t addr) {
+    auto it = strings_.find(addr);
+    if (it != strings_.end()) return it->second;
+    bool terminated = false;  // an empty string (G1 Remark's cause) is not an unreadable one
+    std::string s = addr ? read_process_string(pid_, addr, 256, &terminated) : "";
+    if (s.empty() && !terminated) s = addr ? "<unreadable>" : "<none>";
+    return strings_.emplace(addr, text(s)).first->second;
+  }
+
+  StackSymbolizer* symbolizer_ = nullptr;
+  int stack_map_fd_ = -1;
+  std::unordered_map<int64_t, CachedStack> stack_ids_;  // by the kernel's stack key (a hash of it)
+  uint64_t unnamed_stacks_ = 0;  // cached stacks with a frame in JIT code the perf map did not name
+  pid_t pid_;
+  trace::TraceWriter* w_;
+  std::unordered_map<uint32_t, uint32_t> threads_;
+  std::map<std::pair<uint64_t, uint64_t>, uint32_t> classes_;
+  std::unordered_map<uint64_t, uint32_t> strings_;
+  const StockTarget* stock_;
+  std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> gc_open_;  // tracer -> (id, cause)
+  std::unordered_map<uint64_t, std::string> gc_names_;                   // vtable -> collector
+  std::unordered_map<std::string, uint32_t> texts_;
+  uint64_t next_gc_id_ = 0;
+  std::function<void()> before_first_;
+
+ public:
+  // Writes the PLAB events of batches still waiting, in time order.
+  void flush_plab_events() {
+    if (pending_plab_.empty()) return;
+    std::stable_sort(pending_plab_.begin(), pending_plab_.end(),
+                     [](const trace::Event& a, const trace::Event& b) { return a.ts_ns < b.ts_ns; });
+    for (const trace::Event& e : pending_plab_) w_->event(e);
+    pending_plab_.clear();
+  }
+  // alloc__batch records count from start_ns (set before the attach) to
+  // end_ns (set as the recording ends; 0: open).
+  void set_window(uint64_t start_ns, uint64_t end_ns) {
+    window_start_ns_ = start_ns;
+    window_end_ns_ = end_ns;
+  }
+  uint64_t window_start_ns() const { return window_start_ns_; }
+  uint64_t outside_window_ = 0;  // alloc__batch records outside it: not recorded, not lost
+  // Called once, before the first event's records are written.
+  void before_first_record(std::function<void()> f) { before_first_ = std::move(f); }
+  void capture_stacks(StackSymbolizer* s, int map_fd) {
+    symbolizer_ = s;
+    stack_map_fd_ = map_fd;
+  }
+  // The perf map changed: JIT code was added, moved or freed.  A stack named
+  // in full is forgotten (its addresses may mean other methods from now on:
+  // its next use is named afresh, as a new stack).  A stack that had unnamed
+  // frames keeps its id and is renamed in the trace: its events happened
+  // just before the code they ran was in the map, so the new names are theirs.
+  void perf_map_changed() {
+    unnamed_stacks_ = 0;
+    for (auto it = stack_ids_.begin(); it != stack_ids_.end();) {
+      CachedStack& c = it->second;
+      if (!c.unnamed) {
+        it = stack_ids_.erase(it);
+        continue;
+      }
+      w_->redefine_stack(static_cast<uint32_t>(c.id), name_stack(&c));
+      stacks_renamed_++;
+      if (c.unnamed) unnamed_stacks_++;
+      ++it;
+    }
+  }
+  bool unnamed_jit() const { return unnamed_stacks_ > 0; }
+  // Events not stored, by cause (trace::LostKind): written as lost records.
+  uint64_t malformed_ = 0, gc_end_unpaired_ = 0;
+  uint64_t stacks_defined_ = 0, stacks_missing_ = 0, stacks_renamed_ = 0;
+  std::map<int, uint64_t> stack_errors_;  // bpf_get_stackid's errno -> how often
+};
+
+void print_progress(FILE* out, double secs, const trace::TraceWriter& w, bool final) {
+  const double mb = w.bytes() / 1e6;
+  std::fprintf(out, "%s%7.1f s  %12llu events  %9.2f MB  %5.2f B/event  lost %llu%s", final ? "" : "\r", secs,
+               (unsigned long long)w.events(), mb, w.events() ? double(w.bytes()) / w.events() : 0.0,
+               (unsigned long long)w.lost_total(), final ? "\n" : "   ");
+  std::fflush(out);
+}
+
+}  // namespace
+
+namespace {
+
+// Records o.pid into writer (open, not yet committed) until the end; with
+// launch, the JVM is held at start-up and let go once attached.  Returns
+// record's exit status; a failure discards the trace.
+int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_output,
+               std::deque<std::string>& segments, Launch* launch) {
+  uint64_t segment = 0;
+  std::string error;
+  Target target;
+  if (!check_target("jvmtrace record", o.pid, o.binary, &target)) {
+    writer.discard();
+    return 1;
+  }
+  const bool stock = o.mode == "stock" || (o.mode == "auto" && !target.has_probes);
+  if (!stock && !target.has_probes) {
+    print_no_probes("jvmtrace record", target, "Record it with --mode stock (or the default --mode auto).");
+    writer.discard();
+    return 1;
+  }
+  StockTarget stock_target;
+  if (stock && !stock_target.prepare(o.pid, target.binary, &error)) {
+    std::fprintf(stderr, "jvmtrace record: stock mode cannot trace PID %d: %s\n", o.pid, error.c_str());
+    writer.discard();
+    return 1;
+  }
+  // One of two BPF objects, the same ring-buffer records: jvmtrace USDT
+  // probes, or uprobes on a stock HotSpot's functions.
+  set_libbpf_verbose(o.verbose);
+  const uint64_t ring_bytes = static_cast<uint64_t>(o.buffer_mb) << 20;
+  std::unique_ptr<jvmtrace_record, SkelDelete> usdt_skel;
+  std::unique_ptr<jvmtrace_stock, StockSkelDelete> stock_skel;
+  bpf_object* obj = nullptr;
+  bpf_map* events = nullptr;
+  bpf_map* stacks = nullptr;  // --stacks: the stack map
+  const volatile __u64* dropped = nullptr;  // the BPF side's drop count (mmapped .bss)
+  volatile __u32* stopped = nullptr;        // set: every program stops emitting at once
+  ProbeSet probe_set = ProbeSet::kSeparate;
+  int loaded = -1;
+  if (stock) {
+    stock_skel.reset(jvmtrace_stock__open());
+    if (stock_skel) {
+      bpf_map__set_max_entries(stock_skel->maps.events, static_cast<uint32_t>(ring_bytes));
+      stock_skel->rodata->wakeup_bytes = ring_bytes / 8;
+      stock_skel->rodata->klass_name_off = stock_target.klass_name_off;
+      stock_skel->rodata->symbol_length_off = stock_target.symbol_length_off;
+      stock_skel->rodata->symbol_body_off = stock_target.symbol_body_off;
+      stock_skel->rodata->capture_stacks = o.stacks;
+      if (o.stacks) bpf_map__set_max_entries(stock_skel->maps.stacks, kStackMapEntries);
+      loaded = jvmtrace_stock__load(stock_skel.get());
+      obj = stock_skel->obj;
+      events = stock_skel->maps.events;
+      dropped = &stock_skel->bss->dropped;
+      stopped = &stock_skel->bss->stopped;
+      stacks = stock_skel->maps.stacks;
+    }
+  } else {
+    if (!choose_probe_set(o.probe_set, target.probes, o.stacks, &probe_set, &error)) {
+      std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
+      writer.discard();
+      return 1;
+    }
+    usdt_skel.reset(jvmtrace_record__open());
+    if (usdt_skel) {
+      select_probe_set(usdt_skel->obj, probe_set);
+      bpf_map__set_max_entries(usdt_skel->maps.events, static_cast<uint32_t>(ring_bytes));
+      usdt_skel->rodata->wakeup_bytes = ring_bytes / 8;
+      usdt_skel->rodata->capture_stacks = o.stacks;
+      if (o.stacks) bpf_map__set_max_entries(usdt_skel->maps.stacks, kStackMapEntries);
+      loaded = jvmtrace_record__load(usdt_skel.get());
+      obj = usdt_skel->obj;
+      events = usdt_skel->maps.events;
+      dropped = &usdt_skel->bss->dropped;
+      stopped = &usdt_skel->bss->stopped;
+      stacks = usdt_skel->maps.stacks;
+    }
+  }
+  if (loaded != 0) {
+    std::fprintf(stderr, "jvmtrace record: loading the BPF programs failed: %s\n", bpf_load_hint(errno).c_str());
+    writer.discard();
+    return 1;
+  }
+
+  Recorder recorder(o.pid, &writer, stock ? &stock_target : nullptr);
+  // --stacks: the perf map first (the attach operation takes ~0.1-0.5 s),
+  // so that the first stacks already have their Java frames' names.  A
+  // refresh that fails says why itself (stack_symbolizer.cpp).
+  std::unique_ptr<StackSymbolizer> symbolizer;
+  std::unique_ptr<PerfMapRefresher> refresher;
+  if (o.stacks) {
+    symbolizer = std::make_unique<StackSymbolizer>(o.pid);
+    refresher = std::make_unique<PerfMapRefresher>(o.pid, o.perfmap_seconds, *symbolizer);
+    refresher->run_now(10);
+    symbolizer->load_perf_map();
+    if (process_cmdline(o.pid).find("-XX:+PreserveFramePointer") == std::string::npos)
+      std::fprintf(stderr, "jvmtrace record: PID %d may run without -XX:+PreserveFramePointer: stacks will stop at "
+                   "the first JIT-compiled frame\n", o.pid);
+    recorder.capture_stacks(symbolizer.get(), bpf_map__fd(stacks));
+  }
+  RingBuffer rb(ring_buffer__new(bpf_map__fd(events), &Recorder::on_event, &recorder, nullptr));
+  if (!rb) {
+    std::fprintf(stderr, "jvmtrace record: ring buffer: %s\n", std::strerror(errno));
+    writer.discard();
+    return 1;
+  }
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  const uint64_t mono0 = clock_ns(CLOCK_MONOTONIC), real0 = clock_ns(CLOCK_REALTIME);
+  // Values escaped (trace::meta_escape): the command line is the target's to
+  // choose, and must not end its line.  Cut so the record stays below its
+  // limit (kMaxMetaLen) with every key in it.
+  std::string cmdline = process_cmdline(o.pid);
+  const size_t cmdline_bytes = cmdline.size();
+  if (cmdline.size() > kMaxCmdline) cmdline.resize(kMaxCmdline);
+  const std::string meta_head =
+      "jvmtrace_version=" + std::to_string(trace::kMetaVersion) + "\nmode=" + (stock ? "stock" : "usdt") +
+      "\npid=" + std::to_string(o.pid) + "\nbinary=" + trace::meta_escape(target.binary) +
+      "\nhost=" + trace::meta_escape(host) + "\ncmdline=" + trace::meta_escape(cmdline) +
+      (cmdline_bytes > kMaxCmdline ? "\ncmdline_bytes=" + std::to_string(cmdline_bytes) : std::string()) +
+      "\nstart_monotonic_ns=" + std::to_string(mono0) + "\nstart_realtime_ns=" + std::to_string(real0) +
+      "\nring_buffer_bytes=" + std::to_string(ring_bytes);
+  std::vector<std::string> absent;  // pause probes this JVM lacks (known once attached)
+  const std::string meta_tail = std::string(o.stacks ? "\nstacks=user" : "") +
+                                (stock ? std::string("\nstock_coverage=") + StockTarget::coverage() : std::string()) +
+                                "\n";
+  // The meta record goes out just before the first record after it (an
+  // event, a loss, a rotation, the end), with G1's region size (for report
+  // --check) read then: a JVM held at start-up (-- COMMAND) has not sized
+  // its heap yet (HeapRegion::GrainBytes is 0 until universe_init), and
+  // every event comes from a heap that exists.
+  bool meta_written = false;
+  auto no_pauses = [&] { return std::find(absent.begin(), absent.end(), "gc__pause__end") != absent.end(); };
+  const G1RegionSize region_size(o.pid, target.binary);  // found now, read when the meta goes out
+  auto write_meta = [&] {
+    if (meta_written) return;
+    meta_written = true;
+    const uint64_t region_bytes = region_size.read();
+    writer.meta(meta_head + (region_bytes ? "\nheap_region_bytes=" + std::to_string(region_bytes) : std::string()) +
+                (stock ? "" : no_pauses() ? "\npause_probes=0" : "\npause_probes=1") +
+                (stock ? "" : std::string("\nprobe_set=") + probe_set_name(probe_set)) + meta_tail);
+  };
+  recorder.before_first_record(write_meta);
+
+  // Batched records count from here (those left in the VM from an earlier
+  // tracer ended before).
+  recorder.set_window(clock_ns(CLOCK_MONOTONIC), 0);
+  Links links;
+  const bool attached = stock ? stock_target.attach(obj, &links, &error)
+                              : attach_jvmtrace_usdt(obj, o.pid, target.binary, &links, &error, &absent);
+  if (!attached) {
+    std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
+    links.clear();
+    writer.discard();
+    return 1;
+  }
+  if (no_pauses())
+    std::fprintf(stderr, "jvmtrace record: this JVM's patch predates the pause probes (gc__pause__*): G1 Remark "
+                 "and Cleanup pauses are not recorded; rebuild it with scripts/build-patched-jdk.sh\n");
+  if (!writer.commit(&error)) {
+    std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
+    links.clear();
+    writer.discard();
+    return 1;
+  }
+  std::fprintf(stderr, "Recording PID %d (%zu %s in %s%s) to %s. %s\n", o.pid, links.size(),
+               stock ? "uprobes, stock mode" : "probes", target.binary.c_str(),
+               stock                                ? ""
+               : probe_set == ProbeSet::kBatched  ? "; batched: one hit per batch of slow paths and of PLAB events"
+               : probe_set == ProbeSet::kCombined ? "; combined: one hit per slow path and per PLAB batch"
+                                                  : "; separate: a hit per probe site",
+               o.output.c_str(),
+               launch ? "It ends when the JVM exits." : "Hit Ctrl-C to end.");
+  if (launch) launch->release(true);  // from its first allocation on, every event is recorded
+
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  auto next_progress = start;
+  uint64_t dropped_seen = 0;
+  auto last_warning = start - std::chrono::seconds(10);
+  uint64_t malformed_seen = 0, unpaired_seen = 0;
+  auto note_drops = [&] {
+    const uint64_t now_ns = clock_ns(CLOCK_MONOTONIC);
+    if (recorder.malformed_ > malformed_seen || recorder.gc_end_unpaired_ > unpaired_seen || *dropped > dropped_seen)
+      write_meta();
+    writer.lost(now_ns, recorder.malformed_ - malformed_seen, trace::kLostMalformed);
+    malformed_seen = recorder.malformed_;
+    writer.lost(now_ns, recorder.gc_end_unpaired_ - unpaired_seen, trace::kLostGcEndUnpaired);
+    unpaired_seen = recorder.gc_end_unpaired_;
+    const uint64_t d = *dropped;
+    if (d > dropped_seen) {
+      writer.lost(now_ns, d - dropped_seen, trace::kLostRingBuffer);
+      dropped_seen = d;
+      // Live, also without the progress line (which shows it anyway).
+      if (!o.progress && clock::now() - last_warning >= std::chrono::seconds(5)) {
+        std::fprintf(stderr, "jvmtrace record: the ring buffer overflowed: %llu events lost so far "
+                     "(stored in the trace; a larger --buffer-mb helps)\n", (unsigned long long)d);
+        last_warning = clock::now();
+      }
+    }
+  };
+  uint8_t reason = trace::kEndUser;
+  std::string reason_text;
+  auto next_housekeeping = start;
+  auto segment_started = start;
+  for (;;) {
+    // Events arrive without wakeups until wakeup_bytes are waiting: this
+    // timeout is also how often a trickle of events is collected.
+    int n = ring_buffer__poll(rb.get(), 50);
+    if (n < 0 && n != -EINTR) {
+      reason = trace::kEndError;
+      reason_text = std::string("reading the ring buffer: ") + std::strerror(-n);
+      break;
+    }
+    // Under a steady stream the ring buffer's fd is always ready, so poll
+    // returns with a handful of events at a time: wait a little for a
+    // bigger batch (the buffer holds seconds of events at this rate).
+    if (n > 0 && n < 4096 && !stop_requested()) usleep(2000);
+    const auto now = clock::now();
+    if (now < next_housekeeping && !stop_requested()) continue;
+    next_housekeeping = now + std::chrono::milliseconds(50);
+    note_drops();
+    const double secs = std::chrono::duration<double>(now - start).count();
+    writer.maybe_flush(clock_ns(CLOCK_MONOTONIC));
+    if (refresher && refresher->poll(clock_ns(CLOCK_MONOTONIC), recorder.unnamed_jit())) {
+      const bool changed = symbolizer->load_perf_map();
+      if (changed) recorder.perf_map_changed();
+      if (o.verbose)
+        std::fprintf(stderr, "jvmtrace record: %.2f s: perf map re-read, %zu entries%s\n", secs,
+                     symbolizer->perf_map_entries(), changed ? ", changed" : ", unchanged");
+    }
+    const bool full = o.segment_mb > 0 && writer.bytes_on_disk() >= o.segment_mb * (1 << 20);
+    const bool old = o.segment_seconds > 0 && now - segment_started >= std::chrono::duration<double>(o.segment_seconds);
+    if ((full || old) && !writer.failed()) {
+      recorder.flush_plab_events();  // a segment ends with every event it was given
+      write_meta();  // the next segment repeats it
+      segment_started = now;
+      const std::string next = segment_path(base_output, ++segment);
+      if (writer.rotate(next, clock_ns(CLOCK_MONOTONIC))) {
+        segments.push_back(next);
+        o.output = next;
+        while (o.keep && segments.size() > static_cast<size_t>(o.keep)) {
+          // rotate() synced the segment just finished: the data it holds is on
+          // disk before the oldest goes.
+          if (!writer.remove_file(segments.front()))
+            std::fprintf(stderr, "jvmtrace record: cannot remove the old segment %s: %s\n", segments.front().c_str(),
+                         std::strerror(errno));
+          segments.pop_front();
+        }
+      }
+    }
+    if (writer.failed()) {
+      reason = trace::kEndError;
+      reason_text = "writing the trace failed";
+      break;
+    }
+    if (o.progress && now >= next_progress) {
+      print_progress(stderr, secs, writer, false);
+      next_progress = now + std::chrono::milliseconds(500);
+    }
+    if (launch) launch->tick();  // JVMs the program starts later are held too: let them go
+    if (stop_requested()) { reason = trace::kEndUser; break; }
+    if (o.duration > 0 && secs >= o.duration) { reason = trace::kEndDuration; break; }
+    if (!process_alive(o.pid)) { reason = trace::kEndTargetExit; break; }
+  }
+  // Batched, on a live JVM: the slow paths that ended by now, still in the
+  // VM's buffers, are handed over at its next safepoint; later ones are left
+  // out.  (A JVM that exits hands over everything at its last safepoint.)
+  std::string drain_problem;
+  if (probe_set == ProbeSet::kBatched && !stock && (reason == trace::kEndUser || reason == trace::kEndDuration) &&
+      process_alive(o.pid)) {
+    const uint64_t end_ns = clock_ns(CLOCK_MONOTONIC);
+    recorder.set_window(recorder.window_start_ns(), end_ns);
+    std::string drain_error;
+    const Drain d = drain_alloc_batches(obj, o.pid, target.binary, &usdt_skel->bss->drained_ns, end_ns,
+                                        kDrainTimeout, [&] { ring_buffer__poll(rb.get(), 0); }, &drain_error);
+    drain_problem = drain_note(d, drain_error);
+  }
+  // Stop every program at one moment, then detach (uprobes go one at a
+  // time, over milliseconds: events of the probes still attached would end
+  // the trace inconsistently), then take what is still queued.
+  __atomic_store_n(stopped, 1u, __ATOMIC_SEQ_CST);
+  links.clear();
+  ring_buffer__consume(rb.get());
+  recorder.flush_plab_events();
+  note_drops();
+  // Stacks still holding unnamed JIT code get one last chance: a perf map
+  // written now (the target alive) or at its exit (-XX:+DumpPerfMapAtExit,
+  // or the last refresh, still in its /tmp).
+  if (symbolizer && recorder.unnamed_jit()) {
+    refresher->finish(process_alive(o.pid) ? 5.0 : 0.0);
+    if (symbolizer->load_perf_map()) recorder.perf_map_changed();
+  }
+  const double secs = std::chrono::duration<double>(clock::now() - start).count();
+  if (reason_text.empty()) reason_text = trace::end_reason_name(reason);
+  write_meta();
+  writer.end(clock_ns(CLOCK_MONOTONIC), reason, reason_text);
+  const bool ok = writer.close();
+  if (o.progress) std::fputc('\n', stderr);
+  std::string lost_detail;  // every cause, 0 or not: a reader of the line need not guess
+  for (uint8_t k = 0; k < trace::kLostKindCount; k++)
+    lost_detail += std::string(k ? ", " : "") + trace::lost_kind_text(k) + " " + std::to_string(writer.lost_of(k));
+  std::fprintf(stderr, "jvmtrace record: %s after %.1f s: %llu events, %llu bytes (%.2f B/event), %llu lost (%s)%s -> %s\n",
+               reason_text.c_str(), secs, (unsigned long long)writer.events(),
+               (unsigned long long)writer.bytes_total(),
+               writer.events() ? double(writer.bytes_total()) / writer.events() : 0.0,
+               (unsigned long long)writer.lost_total(), lost_detail.c_str(),
+               writer.lost_of(trace::kLostRingBuffer) ? " (ring buffer full: try a larger --buffer-mb)" : "",
+               o.output.c_str());
+  if (o.verbose && probe_set == ProbeSet::kBatched)
+    std::fprintf(stderr, "jvmtrace record: %llu batched slow paths ended outside the recording (before its attach "
+                 "or after its end): not recorded\n", (unsigned long long)recorder.outside_window_);
+  if (o.verbose)
+    std::fprintf(stderr, "jvmtrace record: %llu blocks in the last file; the largest block payload %zu bytes "
+                 "(the limit: %u); %.1f ms in fsync/fdatasync\n", (unsigned long long)writer.blocks(),
+                 writer.largest_payload(), trace::kMaxPayload, writer.sync_ns() / 1e6);
+  if (o.stacks)
+    std::fprintf(stderr, "jvmtrace record: %llu distinct stacks (%llu renamed once the perf map named their JIT "
+                 "code); %llu stack(s) not captured; %llu unnamed JIT frame(s) seen\n",
+                 (unsigned long long)recorder.stacks_defined_, (unsigned long long)recorder.stacks_renamed_,
+                 (unsigned long long)recorder.stacks_missing_, (unsigned long long)symbolizer->unresolved_jit());
+  for (const auto& [err, n] : recorder.stack_errors_)
+    std::fprintf(stderr, "jvmtrace record: %llu stack(s) not captured: %s\n", (unsigned long long)n, std::strerror(err));
+  if (!drain_problem.empty()) std::fprintf(stderr, "jvmtrace record: %s\n", drain_problem.c_str());
+  if (!ok) {
+    std::fprintf(stderr, "jvmtrace record: %s\n", writer.error().c_str());
+    return 1;
+  }
+  return reason == trace::kEndError ? 1 : 0;
+}
+
+}  // namespace
+
+int record_command(int argc, char** argv) {
+  Options o;
+  static const option longopts[] = {
+      {"pid", required_argument, nullptr, 'p'},       {"output", required_argument, nullptr, 'o'},
+      {"duration", required_argument, nullptr, 'd'},  {"buffer-mb", required_argument, nullptr, 'm'},
+      {"quiet", no_argument, nullptr, 'q'},           {"progress", no_argument, nullptr, 'P'},
+      {"binary", required_argument, nullptr, 'b'},    {"verbose", no_argument, nullptr, 'v'},
+      {"block-kb", required_argument, nullptr, 'k'},  {"mode", required_argument, nullptr, 'M'},
+      {"probe-set", required_argument, nullptr, 'R'},
+      {"segment-mb", required_argument, nullptr, 'S'}, {"keep", required_argument, nullptr, 'K'},
+      {"segment-seconds", required_argument, nullptr, 'T'},
+      {"stacks", no_argument, nullptr, 's'},          {"perfmap-seconds", required_argument, nullptr, 'F'},
+      {"launch-timeout", required_argument, nullptr, 'L'},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0}};
+  int c;
+  optind = 1;
+  const char* last_optarg = nullptr;
+  // "+": options end at the first argument that is not one, so COMMAND's
+  // own options after -- are never taken for jvmtrace's.
+  while ((c = getopt_long(argc, argv, "+p:o:d:b:qvh", longopts, nullptr)) != -1) {
+    if (optarg) last_optarg = optarg;
+    switch (c) {
+      case 'p':
+        if (!parse_pid(optarg, &o.pid)) {
+          std::fprintf(stderr, "jvmtrace record: PID must be a number from 1 to 4194304, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 'o': o.output = optarg; break;
+      case 'd':
+        if (!parse_seconds(optarg, &o.duration)) {
+          std::fprintf(stderr, "jvmtrace record: -d takes a number of seconds above 0, at most 1e7, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 'm':
+        // The ring buffer's size is a u32 power of two: 2048 MiB is the largest.
+        if (!parse_long(optarg, 1, kMaxBufferMb, &o.buffer_mb) || (o.buffer_mb & (o.buffer_mb - 1))) {
+          std::fprintf(stderr, "jvmtrace record: --buffer-mb takes a power of two from 1 to %ld, not '%s'\n",
+                       kMaxBufferMb, optarg);
+          return 2;
+        }
+        break;
+      case 'k':
+        if (!parse_long(optarg, 1, trace::kMaxBlockKb, &o.block_kb)) {
+          std::fprintf(stderr, "jvmtrace record: --block-kb takes a number from 1 to %ld, not '%s'\n",
+                       trace::kMaxBlockKb, optarg);
+          return 2;
+        }
+        break;
+      case 'M':
+        if (!parse_mode("jvmtrace record", optarg, &o.mode)) return 2;
+        break;
+      case 'R':
+        if (!parse_probe_set("jvmtrace record", optarg, &o.probe_set)) return 2;
+        break;
+      case 'S':
+        if (!parse_seconds(optarg, &o.segment_mb) || o.segment_mb < 0.0625) {  // a positive number, at most 1e7
+          std::fprintf(stderr, "jvmtrace record: --segment-mb takes a number of MiB from 0.0625 to 1e7, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 'T':
+        if (!parse_seconds(optarg, &o.segment_seconds)) {
+          std::fprintf(stderr, "jvmtrace record: --segment-seconds takes a number of seconds above 0, at most 1e7, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 'K':
+        if (!parse_long(optarg, 1, 1000000, &o.keep)) {
+          std::fprintf(stderr, "jvmtrace record: --keep takes a number from 1 to 1000000, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 's': o.stacks = true; break;
+      case 'F':
+        if (!parse_seconds(optarg, &o.perfmap_seconds) || o.perfmap_seconds < 0.2) {
+          std::fprintf(stderr, "jvmtrace record: --perfmap-seconds takes a number of seconds from 0.2 to 1e7, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 'L':
+        if (!parse_seconds(optarg, &o.launch_timeout)) {
+          std::fprintf(stderr, "jvmtrace record: --launch-timeout takes a number of seconds above 0, at most 1e7, not '%s'\n", optarg);
+          return 2;
+        }
+        o.launch_timeout_set = true;
+        break;
+      case 'q': o.progress = 0; break;
+      case 'P': o.progress = 1; break;
+      case 'b': o.binary = optarg; break;
+      case 'v': o.verbose = true; break;
+      case 'h': usage(stdout); return 0;
+      default: usage(stderr); return 2;
+    }
+  }
+  char** command = command_follows(argc, argv, optind, last_optarg) ? argv + optind : nullptr;
+  if (!command && optind < argc) {
+    std::fprintf(stderr, "jvmtrace record: unexpected argument '%s' (a command to run goes after --)\n", argv[optind]);
+    usage(stderr);
+    return 2;
+  }
+  if (command && !*command) {
+    std::fprintf(stderr, "jvmtrace record: no COMMAND after --\n");
+    usage(stderr);
+    return 2;
+  }
+  if (command && o.pid) {
+    std::fprintf(stderr, "jvmtrace record: -p PID and -- COMMAND exclude each other: attach to a running JVM, or "
+                 "start one\n");
+    usage(stderr);
+    return 2;
+  }
+  if ((!o.pid && !command) || o.output.empty()) {
+    std::fprintf(stderr, "jvmtrace record: -o FILE and either -p PID or -- COMMAND are required\n");
+    usage(stderr);
+    return 2;
+  }
+  if (o.launch_timeout_set && !command) {
+    std::fprintf(stderr, "jvmtrace record: --launch-timeout goes with -- COMMAND\n");
+    return 2;
+  }
+  // A progress line would mix with the program's own output on the terminal.
+  if (o.progress < 0) o.progress = !command && isatty(STDERR_FILENO);
+  const bool segmented = o.segment_mb > 0 || o.segment_seconds > 0;
+  if (o.keep && !segmented) {
+    std::fprintf(stderr, "jvmtrace record: --keep goes with --segment-mb or --segment-seconds\n");
+    return 2;
+  }
+  const std::string base_output = o.output;
+  std::deque<std::string> segments;  // files written, oldest first
+  if (segmented) o.output = segment_path(base_output, 0);
+  segments.push_back(o.output);
+
+  // The output before anything runs or attaches: an unwritable path fails
+  // first.  -o FILE replaces a regular file that is there (as perf record -o
+  // and a shell's > do), through a new file renamed over it once attached; a
+  // segment name that exists is an error (an earlier recording's, or planted).
+  // From here on Ctrl-C (or the daemon's detach) ends a -p recording through
+  // its cleanup path, even while it is still attaching; with -- COMMAND it
+  // goes to the program (launch.h) and the recording ends with the JVM.
+  if (!command) install_stop_handlers();
+  std::string error;
+  if (segmented && !check_no_segments(base_output, &error)) {
+    std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
+    return 1;
+  }
+  trace::TraceWriter writer;
+  writer.block_bytes = static_cast<uint64_t>(o.block_kb) << 10;
+  if (!writer.open(o.output, &error, !segmented)) {
+    std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
+    return 1;
+  }
+  if (!command) return record_pid(o, writer, base_output, segments, nullptr);
+  bool traced = false;
+  const int status = launch_and_trace("jvmtrace record", command, o.launch_timeout, o.verbose,
+                                      [&](pid_t pid, Launch& launch) {
+                                        o.pid = pid;
+                                        return record_pid(o, writer, base_output, segments, &launch);
+                                      }, &traced);
+  if (!traced) writer.discard();  // no JVM: no trace (record_pid discards its own failures)
+  return status;
+}
+
+}  // namespace jvmtrace

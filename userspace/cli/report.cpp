@@ -1,0 +1,425 @@
+// `jvmtrace report`: a trace file summarised -- one row per GC, TLAB, slow
+// path and PLAB statistics, the allocation rate over time, top classes and
+// threads.  Text for people, --json for machines.
+#include "cli/commands.h"
+
+#include <getopt.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "analysis/consistency_check.h"
+#include "analysis/html_report.h"
+#include "analysis/output_file.h"
+#include "analysis/trace_summary.h"
+#include "base/strings.h"
+#include "cli/trace_input.h"
+#include "trace/reader.h"
+
+namespace jvmtrace {
+
+namespace {
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "USAGE: jvmtrace report [--json] [--interval SEC] [--top N] FILE\n"
+               "       jvmtrace report --check [--json] [--slack-mb N] FILE\n"
+               "       jvmtrace report --html -o OUT.html [--interval SEC] [--top N] FILE\n"
+               "Summarises a trace written by 'jvmtrace record': every GC (cause, kind, duration,\n"
+               "heap before and after, PLABs), TLAB and PLAB statistics, the allocation slow path\n"
+               "(outcomes, latency), allocation rate over time, and the top classes and threads.\n"
+               "      --json           one JSON object\n"
+               "      --interval SEC   allocation-rate buckets (default: the recording in ~20 steps)\n"
+               "      --top N          classes and threads to list (default 10)\n"
+               "      --check          replay the trace (per thread its TLAB and slow path, per GC worker\n"
+               "                       its PLABs, the open pause) and check HotSpot's invariants: every\n"
+               "                       violation with the offset of its record (docs/analysis.md)\n"
+               "      --slack-mb N     --check: heap growth between two pauses may exceed the traced\n"
+               "                       allocation by N MiB + 1%% (default: one G1 region, or 1 MiB)\n"
+               "      --html           a self-contained HTML page of plots (no network needed) to -o OUT\n"
+               "  -o, --output FILE    where --html writes\n"
+               "Exit status as for 'jvmtrace dump': 0 complete, 3 incomplete, 1 corrupt, 2 usage;\n"
+               "with --check, 4 when a violation was found.\n"
+               "EXAMPLES:\n"
+               "  jvmtrace report app.jvmtrace\n"
+               "  jvmtrace report --json app.jvmtrace | jq '.gcs[] | select(.duration_ms > 10)'\n"
+               "  jvmtrace report --check app.jvmtrace\n"
+               "  jvmtrace report --html app.jvmtrace -o app.html\n");
+}
+
+std::string stats_json(const analysis::Stats& s) {
+  char b[256];
+  std::snprintf(b, sizeof b,
+                "{\"count\": %" PRIu64 ", \"sum\": %" PRIu64 ", \"min\": %" PRIu64 ", \"p50\": %" PRIu64
+                ", \"p99\": %" PRIu64 ", \"max\": %" PRIu64 "}",
+                s.n, s.sum, s.min, s.p50, s.p99, s.max);
+  return b;
+}
+
+
+std::string num(const std::string& s) { return s.empty() ? "null" : s; }
+std::string totals_json(const analysis::Totals& t) {
+  return "\"tlab_refills\": " + std::to_string(t.refills) + ", \"tlab_bytes\": " + std::to_string(t.tlab_bytes) +
+         ", \"outside_allocs\": " + std::to_string(t.outside) + ", \"outside_bytes\": " + std::to_string(t.outside_bytes);
+}
+
+void print_report(analysis::TraceSummary& sum, bool json, double interval, int top, const trace::ReadStatus& st) {
+  using analysis::Stats;
+  using analysis::Totals;
+  const analysis::Derived d = sum.derive(interval);
+  const double span_s = d.span_s, interval_s = d.interval_s, rate_from_s = d.rate_from_s;
+  const uint64_t origin = d.origin_ns;
+  const std::vector<double>& rate = d.rate;
+  const Stats &ev_bytes = d.event_bytes, &tlab = d.tlab, &outside = d.outside, &slow = d.slow;
+  const Stats* plab = d.plab;
+  const auto &classes = d.classes, &threads = d.threads;
+  if (json) {
+    std::string s = "{\"pid\": " + num(sum.reader.meta_value("pid")) + ", \"cmdline\": \"" +
+                    json_escape(sum.reader.meta_value("cmdline")) + "\", \"mode\": \"" + json_escape(sum.reader.meta_value("mode")) +
+                    "\", \"status\": \"" + json_escape(st.describe()) + "\", \"end\": \"" + json_escape(sum.end_text) +
+                    "\", \"events\": " + std::to_string(sum.events) + ", \"lost\": " + std::to_string(sum.lost) +
+                    ", \"lost_by_kind\": {";
+    for (int k = 0; k < trace::kLostKindCount; k++)
+      s += std::string(k ? ", " : "") + "\"" + trace::lost_kind_name(k) + "\": " + std::to_string(sum.lost_by_kind[k]);
+    for (int k = trace::kLostKindCount; k < 16; k++)  // from a newer recorder
+      if (sum.lost_by_kind[k]) s += ", \"kind_" + std::to_string(k) + "\": " + std::to_string(sum.lost_by_kind[k]);
+    s += "}, \"span_s\": " + std::to_string(span_s) + ", \"events_by_probe\": {";
+    for (int p = 0; p < JT_PROBE_COUNT; p++)
+      s += std::string(p ? ", " : "") + "\"" + trace::probe_info(p).name + "\": " + std::to_string(sum.by_probe[p]);
+    s += "}, \"encoded_event_bytes\": " + stats_json(ev_bytes) + ", \"encoded_bytes_by_probe\": {";
+    for (int p = 0; p < JT_PROBE_COUNT; p++)
+      s += std::string(p ? ", " : "") + "\"" + trace::probe_info(p).name + "\": " + std::to_string(sum.probe_bytes[p]);
+    s += "}, \"file_bytes\": " + std::to_string(sum.reader.size()) + ", \"gcs\": [";
+    bool first = true;
+    for (const auto& [id, g] : sum.gcs) {
+      char b[512];
+      std::snprintf(b, sizeof b,
+                    "%s{\"id\": %" PRIu64 ", \"name\": \"%s\", \"cause\": \"%s\", \"kind\": \"%s\", \"start_s\": %.9f, "
+                    "\"duration_ms\": %s, \"heap_used_before\": %" PRIu64 ", \"heap_used_after\": %" PRIu64
+                    ", \"heap_committed\": %" PRIu64 ", \"plabs\": %" PRIu64 ", \"plab_bytes\": %" PRIu64
+                    ", \"plab_waste\": %" PRIu64 ", \"promoted_direct\": %" PRIu64 ", \"promoted_direct_bytes\": %" PRIu64 "}",
+                    first ? "" : ", ", id, json_escape(g.name).c_str(), json_escape(g.cause).c_str(), trace::gc_kind_name(g.kind),
+                    g.started ? static_cast<int64_t>(g.start_ns - origin) / 1e9 : -1.0,
+                    g.started && g.ended ? std::to_string((g.end_ns - g.start_ns) / 1e6).c_str() : "null",
+                    g.used_before, g.used_after, g.committed_after, g.plabs, g.plab_bytes, g.plab_waste, g.direct,
+                    g.direct_bytes);
+      s += b;
+      first = false;
+    }
+    s += "], \"pause_probes\": " + std::string(sum.pause_probes() ? "true" : "false") + ", \"pauses\": [";
+    first = true;
+    for (const analysis::Pause& p : sum.pauses) {
+      char b[256];
+      std::snprintf(b, sizeof b,
+                    "{\"gc_id\": %" PRIu64 ", \"kind\": \"%s\", \"start_s\": %s, \"duration_ms\": %s, \"heap_used_before\": "
+                    "%s, \"heap_used_after\": %s, \"heap_committed\": %s, ",
+                    p.gc_id, trace::pause_kind_name(p.kind),
+                    p.started ? std::to_string(static_cast<int64_t>(p.start_ns - origin) / 1e9).c_str() : "null",
+                    p.started && p.ended ? std::to_string((p.end_ns - p.start_ns) / 1e6).c_str() : "null",
+                    p.started ? std::to_string(p.used_before).c_str() : "null",
+                    p.ended ? std::to_string(p.used_after).c_str() : "null",
+                    p.ended ? std::to_string(p.committed_after).c_str() : "null");
+      s += std::string(first ? "" : ", ") + b + "\"name\": \"" + json_escape(p.name) + "\", \"cause\": \"" +
+           json_escape(p.cause) + "\"}";
+      first = false;
+    }
+    s += "], \"pause_ns_by_kind\": {";
+    for (int k = 0; k < trace::kPauseKindCount; k++)
+      s += std::string(k ? ", " : "") + "\"" + trace::pause_kind_name(k) + "\": " + stats_json(d.pause_ns[k]);
+    s += "}, \"tlab_size\": " + stats_json(tlab) + ", \"tlab_waste_bytes\": " + std::to_string(sum.tlab_waste) +
+         ", \"outside_tlab_size\": " + stats_json(outside) + ", \"slow_path_ns\": " + (sum.reader.meta_value("mode") == "stock" ? std::string("null") : stats_json(slow)) +
+         ", \"slow_path_outcomes\": {";
+    first = true;
+    for (const auto& [o, n] : sum.outcomes) {
+      s += std::string(first ? "" : ", ") + "\"" + trace::slow_outcome_name(o) + "\": " + std::to_string(n);
+      first = false;
+    }
+    s += "}, \"plab\": {";
+    for (int d = 0; d < 2; d++)
+      s += std::string(d ? ", " : "") + "\"" + (d ? "old" : "young") + "\": {\"size\": " + stats_json(plab[d]) +
+           ", \"used_bytes\": " + std::to_string(sum.plab_used[d]) + ", \"wasted_bytes\": " +
+           std::to_string(sum.plab_wasted[d]) + "}";
+    s += "}, \"allocation_rate\": {\"interval_s\": " + std::to_string(interval_s) + ", \"from_s\": " +
+         std::to_string(rate_from_s) + ", \"bytes\": [";
+    for (size_t i = 0; i < rate.size(); i++) s += (i ? ", " : "") + std::to_string(static_cast<uint64_t>(rate[i]));
+    s += "]}, \"classes\": [";
+    for (size_t i = 0; i < classes.size() && i < static_cast<size_t>(top); i++)
+      s += std::string(i ? ", " : "") + "{\"class\": \"" + json_escape(sum.reader.classes()[classes[i].first]) + "\", " +
+           totals_json(classes[i].second) + "}";
+    s += "], \"threads\": [";
+    for (size_t i = 0; i < threads.size() && i < static_cast<size_t>(top); i++) {
+      const auto& th = sum.reader.threads()[threads[i].first];
+      s += std::string(i ? ", " : "") + "{\"tid\": " + std::to_string(th.tid) + ", \"name\": \"" +
+           json_escape(th.name) + "\", " + totals_json(threads[i].second) + "}";
+    }
+    s += "]}";
+    std::printf("%s\n", s.c_str());
+    return;
+  }
+  std::printf("jvmtrace report: PID %s, %s mode\n  %s\n", printable(trace::meta_escape(sum.reader.meta_value("pid"))).c_str(),
+              printable(trace::meta_escape(sum.reader.meta_value("mode"))).c_str(),
+              printable(trace::meta_escape(sum.reader.meta_value("cmdline"))).c_str());
+  if (!sum.reader.meta_value("stock_coverage").empty())
+    std::printf("  stock mode records: %s\n", sum.reader.meta_value("stock_coverage").c_str());
+  std::printf("  %" PRIu64 " events over %.3f s, %" PRIu64 " lost; trace %s%s%s\n", sum.events, span_s, sum.lost,
+              st.describe().c_str(), sum.end_text.empty() ? "" : "; ended: ", sum.end_text.c_str());
+  std::printf("  lost by cause:");
+  for (int k = 0; k < 16; k++)
+    if (k < trace::kLostKindCount || sum.lost_by_kind[k])
+      std::printf("%s %s %" PRIu64, k ? "," : "", trace::lost_kind_text(static_cast<uint8_t>(k)), sum.lost_by_kind[k]);
+  std::printf("\n");
+  std::printf("  trace: %" PRIu64 " bytes, %.2f per event; an event record is %" PRIu64 " bytes at the median, %" PRIu64
+              " at p99\n",
+              sum.reader.size(), sum.events ? double(sum.reader.size()) / sum.events : 0.0, ev_bytes.p50, ev_bytes.p99);
+  std::printf("\nCollections (%zu):\n  %5s %-22s %-26s %-10s %10s %10s %12s %12s %7s %10s\n", sum.gcs.size(), "ID", "NAME",
+              "CAUSE", "KIND", "START(s)", "DUR(ms)", "USED_BEFORE", "USED_AFTER", "PLABS", "PLAB_KB");
+  for (const auto& [id, g] : sum.gcs) {
+    char dur[32] = "-";
+    if (g.started && g.ended) std::snprintf(dur, sizeof dur, "%.3f", (g.end_ns - g.start_ns) / 1e6);
+    std::printf("  %5" PRIu64 " %-22.22s %-26.26s %-10s %10.3f %10s %12" PRIu64 " %12" PRIu64 " %7" PRIu64 " %10" PRIu64 "\n", id,
+                printable(g.name).c_str(), printable(g.cause).c_str(), trace::gc_kind_name(g.kind), g.started ? static_cast<int64_t>(g.start_ns - origin) / 1e9 : -1.0,
+                dur, g.used_before, g.used_after, g.plabs, g.plab_bytes / 1024);
+  }
+  auto row = [](const char* what, const Stats& s, const char* unit) {
+    std::printf("  %-26s n=%-9" PRIu64 " total=%-14" PRIu64 " min=%-9" PRIu64 " p50=%-9" PRIu64 " p99=%-9" PRIu64
+                " max=%" PRIu64 " %s\n",
+                what, s.n, s.sum, s.min, s.p50, s.p99, s.max, unit);
+  };
+  if (!sum.pause_probes()) {
+    std::printf("\nStop-the-world pauses: not recorded (%s); the collections above stand for the young and full "
+                "pauses, and G1 Remark and Cleanup pauses are not seen.\n",
+                sum.reader.meta_value("mode") == "stock" ? "stock mode" : "this JVM's patch predates the pause probes");
+  } else {
+    std::printf("\nStop-the-world pauses (%zu):\n", sum.pauses.size());
+    for (int k = 0; k < trace::kPauseKindCount; k++) {
+      const Stats& s = d.pause_ns[k];
+      std::printf("  %-8s n=%-6" PRIu64 " total=%10.3f ms  p50=%8.3f ms  p99=%8.3f ms  max=%8.3f ms\n",
+                  trace::pause_kind_name(k), s.n, s.sum / 1e6, s.p50 / 1e6, s.p99 / 1e6, s.max / 1e6);
+    }
+    std::printf("  %5s %-8s %-58s %10s %10s %12s %12s %12s\n", "GC_ID", "KIND", "NAME (CAUSE)", "START(s)", "DUR(ms)",
+                "USED_BEFORE", "USED_AFTER", "COMMITTED");
+    for (const analysis::Pause& p : sum.pauses) {
+      char dur[32] = "-", start[32] = "-", before[32] = "-", after[32] = "-", committed[32] = "-";
+      if (p.started && p.ended) std::snprintf(dur, sizeof dur, "%.3f", (p.end_ns - p.start_ns) / 1e6);
+      if (p.started) {
+        std::snprintf(start, sizeof start, "%.3f", static_cast<int64_t>(p.start_ns - origin) / 1e9);
+        std::snprintf(before, sizeof before, "%" PRIu64, p.used_before);
+      }
+      if (p.ended) {
+        std::snprintf(after, sizeof after, "%" PRIu64, p.used_after);
+        std::snprintf(committed, sizeof committed, "%" PRIu64, p.committed_after);
+      }
+      const std::string what = trace::pause_title(p.name, p.cause);
+      std::printf("  %5" PRIu64 " %-8s %-58.58s %10s %10s %12s %12s %12s\n", p.gc_id, trace::pause_kind_name(p.kind),
+                  printable(what).c_str(), start, dur, before, after, committed);
+    }
+  }
+  std::printf("\nAllocation:\n");
+  const bool stock = sum.reader.meta_value("mode") == "stock";
+  row("TLAB sizes", tlab, "bytes");
+  if (stock) std::printf("  %-26s not known in stock mode\n", "TLAB waste");
+  else std::printf("  %-26s %" PRIu64 " bytes retired unused\n", "TLAB waste", sum.tlab_waste);
+  row("outside-TLAB objects", outside, "bytes");
+  if (stock) std::printf("  %-26s not observable in stock mode\n", "slow path (enter->exit)");
+  else row("slow path (enter->exit)", slow, "ns");
+  std::printf("  %-26s", "slow path outcomes");
+  for (const auto& [o, n] : sum.outcomes) std::printf(" %s=%" PRIu64, trace::slow_outcome_name(o), n);
+  std::printf("\n\nPromotion:\n");
+  row("PLAB sizes, young", plab[0], "bytes");
+  row("PLAB sizes, old", plab[1], "bytes");
+  std::printf("  %-26s used=%" PRIu64 " wasted=%" PRIu64 " (young) used=%" PRIu64 " wasted=%" PRIu64 " (old) bytes\n",
+              "PLAB retire", sum.plab_used[0], sum.plab_wasted[0], sum.plab_used[1], sum.plab_wasted[1]);
+  std::printf("\nAllocation rate (TLAB + outside-TLAB bytes), %.3g s steps:\n", interval_s);
+  double peak = 0;
+  for (double x : rate) peak = std::max(peak, x);
+  for (size_t i = 0; i < rate.size(); i++) {
+    const int bar = peak > 0 ? static_cast<int>(40 * rate[i] / peak + 0.5) : 0;
+    std::printf("  %9.3f s %10.1f MB/s |%-40s|\n", rate_from_s + i * interval_s, rate[i] / interval_s / 1e6, std::string(bar, '*').c_str());
+  }
+  std::printf("\nTop classes (TLAB bytes: the refilling allocation's class, a byte-weighted sample; outside: exact):\n");
+  std::printf("  %-40s %9s %14s %9s %14s\n", "CLASS", "REFILLS", "TLAB_BYTES", "OUTSIDE", "OUTSIDE_BYTES");
+  for (size_t i = 0; i < classes.size() && i < static_cast<size_t>(top); i++) {
+    const Totals& t = classes[i].second;
+    std::printf("  %-40.40s %9" PRIu64 " %14" PRIu64 " %9" PRIu64 " %14" PRIu64 "\n", printable(sum.reader.classes()[classes[i].first]).c_str(),
+                t.refills, t.tlab_bytes, t.outside, t.outside_bytes);
+  }
+  std::printf("\nTop threads:\n  %-8s %-24s %9s %14s %9s %14s\n", "TID", "NAME", "REFILLS", "TLAB_BYTES", "OUTSIDE",
+              "OUTSIDE_BYTES");
+  for (size_t i = 0; i < threads.size() && i < static_cast<size_t>(top); i++) {
+    const Totals& t = threads[i].second;
+    const auto& th = sum.reader.threads()[threads[i].first];
+    std::printf("  %-8u %-24.24s %9" PRIu64 " %14" PRIu64 " %9" PRIu64 " %14" PRIu64 "\n", th.tid, printable(th.name).c_str(), t.refills,
+                t.tlab_bytes, t.outside, t.outside_bytes);
+  }
+}
+
+
+// report --check: the replay's verdict, then each violation with its offset.
+int check(const trace::TraceReader& reader, const trace::ReadStatus& st, const analysis::ConsistencyCheck& ck,
+          bool json, const char* path) {
+  if (json) {
+    std::string s = "{\"status\": \"" + json_escape(st.describe()) + "\", \"events\": " + std::to_string(ck.events()) +
+                    ", \"violations\": " + std::to_string(ck.violation_count()) + ", \"checks\": {";
+    bool first = true;
+    for (const auto& [name, n] : ck.checked()) {
+      s += std::string(first ? "" : ", ") + "\"" + name + "\": " + std::to_string(n);
+      first = false;
+    }
+    s += "}, \"growth_slack_bytes\": " + std::to_string(ck.growth_slack_bytes()) + ", \"stretches\": [";
+    first = true;
+    for (const auto& x : ck.stretches()) {
+      s += std::string(first ? "" : ", ") + "{\"from_gc\": " + std::to_string(x.from_gc) + ", \"to_gc\": " +
+           std::to_string(x.to_gc) + ", \"offset\": " + std::to_string(x.offset) + ", \"growth\": " +
+           std::to_string(x.growth) + ", \"allocated\": " + std::to_string(x.allocated) + ", \"checked\": " +
+           (x.checked ? "true" : "false") + "}";
+      first = false;
+    }
+    s += "], \"found\": [";
+    first = true;
+    for (const auto& v : ck.violations()) {
+      s += std::string(first ? "" : ", ") + "{\"offset\": " + std::to_string(v.offset) + ", \"check\": \"" + v.check +
+           "\", \"what\": \"" + json_escape(v.what) + "\"}";
+      first = false;
+    }
+    s += "], \"notes\": [";
+    first = true;
+    for (const auto& n : ck.notes()) {
+      s += std::string(first ? "" : ", ") + "\"" + json_escape(n) + "\"";
+      first = false;
+    }
+    std::printf("%s]}\n", s.c_str());
+  } else {
+    std::printf("jvmtrace report --check: %s\n  PID %s, %s mode; %" PRIu64 " events; trace %s\n", path,
+                reader.meta_value("pid").c_str(), reader.meta_value("mode").c_str(), ck.events(), st.describe().c_str());
+    std::printf("  checks run:");
+    for (const auto& [name, n] : ck.checked()) std::printf(" %s=%" PRIu64, name.c_str(), n);
+    uint64_t checked = 0;
+    int64_t worst = 0;
+    for (const auto& x : ck.stretches())
+      if (x.checked) {
+        checked++;
+        if (std::llabs(x.slack()) > std::llabs(worst)) worst = x.slack();
+      }
+    std::printf("\n  heap growth vs traced allocation: %" PRIu64 " stretches between pauses checked, largest "
+                "difference %+" PRId64 " bytes (allowed %" PRIu64 " + 1%%)\n",
+                checked, worst, ck.growth_slack_bytes());
+    // Findings and notes quote names the target chose (threads, collectors, pauses).
+    for (const auto& n : ck.notes()) std::printf("  note: %s\n", printable(n).c_str());
+    if (!ck.violation_count()) {
+      std::printf("OK: no violations\n");
+    } else {
+      std::printf("%" PRIu64 " violation(s):\n  %10s  %-22s %s\n", ck.violation_count(), "OFFSET", "CHECK", "WHAT");
+      for (const auto& v : ck.violations())
+        std::printf("  %10" PRIu64 "  %-22s %s\n", v.offset, v.check.c_str(), printable(v.what).c_str());
+      if (ck.violations().size() < ck.violation_count())
+        std::printf("  ... and %" PRIu64 " more\n", ck.violation_count() - ck.violations().size());
+    }
+  }
+  std::fflush(stdout);
+  const int status = trace_end_status("jvmtrace report", path, st, "checked the intact part");
+  return ck.violation_count() ? 4 : status;
+}
+
+}  // namespace
+
+int report_command(int argc, char** argv) {
+  bool json = false, do_check = false, html = false;
+  std::string output;
+  analysis::CheckOptions check_options;
+  double interval = 0;
+  long top = 10;
+  static const option longopts[] = {{"json", no_argument, nullptr, 'j'},
+                                    {"interval", required_argument, nullptr, 'i'},
+                                    {"top", required_argument, nullptr, 't'},
+                                    {"check", no_argument, nullptr, 'c'},
+                                    {"slack-mb", required_argument, nullptr, 's'},
+                                    {"html", no_argument, nullptr, 'H'},
+                                    {"output", required_argument, nullptr, 'o'},
+                                    {"help", no_argument, nullptr, 'h'},
+                                    {nullptr, 0, nullptr, 0}};
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "i:o:h", longopts, nullptr)) != -1) {
+    switch (c) {
+      case 'j': json = true; break;
+      case 'i':
+        if (!parse_seconds(optarg, &interval)) {
+          std::fprintf(stderr, "jvmtrace report: --interval takes a positive number of seconds, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 't':
+        if (!parse_long(optarg, 1, 100000, &top)) {
+          std::fprintf(stderr, "jvmtrace report: --top takes a positive number, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      case 'c': do_check = true; break;
+      case 's': {
+        long mb;
+        if (!parse_long(optarg, 0, 1 << 20, &mb)) {
+          std::fprintf(stderr, "jvmtrace report: --slack-mb takes a number of MiB, not '%s'\n", optarg);
+          return 2;
+        }
+        check_options.growth_slack_bytes = static_cast<uint64_t>(mb) << 20;
+        break;
+      }
+      case 'H': html = true; break;
+      case 'o': output = optarg; break;
+      case 'h': usage(stdout); return 0;
+      default: usage(stderr); return 2;
+    }
+  }
+  if (optind + 1 != argc) {
+    std::fprintf(stderr, "jvmtrace report: give exactly one trace file\n");
+    usage(stderr);
+    return 2;
+  }
+  if (do_check && html) {
+    std::fprintf(stderr, "jvmtrace report: --check and --html are separate runs\n");
+    return 2;
+  }
+  if (html != !output.empty()) {
+    std::fprintf(stderr, "jvmtrace report: %s\n", html ? "--html needs -o OUT.html" : "-o is for --html");
+    return 2;
+  }
+  trace::TraceReader reader;
+  std::string error;
+  if (!open_trace("jvmtrace report", argv[optind], &reader)) return 1;
+  if (do_check) {
+    analysis::ConsistencyCheck ck(reader, check_options);
+    const trace::ReadStatus st = reader.read([&](const trace::Record& r, uint64_t) { ck.add(r); });
+    ck.finish();
+    return check(reader, st, ck, json, argv[optind]);
+  }
+  analysis::TraceSummary summary(reader);
+  const trace::ReadStatus st = reader.read([&](const trace::Record& r, uint64_t) { summary.add(r); });
+  if (html) {
+    const analysis::Derived d = summary.derive(interval);
+    analysis::OutputFile out;
+    if (!out.open(output, false, &error)) {
+      std::fprintf(stderr, "jvmtrace report: %s\n", error.c_str());
+      return 1;
+    }
+    out.write(analysis::html_report(summary, d, st, static_cast<int>(top)));
+    if (!out.close(&error)) {
+      std::fprintf(stderr, "jvmtrace report: %s\n", error.c_str());
+      return 1;
+    }
+    if (output != "-")
+      std::fprintf(stderr, "jvmtrace report: wrote %s (%llu bytes)\n", output.c_str(),
+                   static_cast<unsigned long long>(out.bytes_in()));
+  } else {
+    print_report(summary, json, interval, static_cast<int>(top), st);
+  }
+  std::fflush(stdout);
+  return trace_end_status("jvmtrace report", argv[optind], st, nullptr);
+}
+
+}  // namespace jvmtrace

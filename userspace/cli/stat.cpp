@@ -1,0 +1,635 @@
+// `jvmtrace stat`: attach to a patched JVM, aggregate in the kernel, print
+// histograms, counters and the top threads and classes.
+#include "cli/commands.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cli/common.h"
+#include "attach/launch.h"
+#include "cli/histogram.h"
+#include "jvmtrace_stat.h"
+#include "jvmtrace_stat.skel.h"
+#include "jvmtrace_stat_stock.skel.h"
+#include "attach/stock_attach.h"
+#include "process/target.h"
+#include "attach/usdt_attach.h"
+
+namespace jvmtrace {
+
+namespace {
+
+// Names parallel to the enums of bpf/jvmtrace_stat.h.
+const char* const kCounterNames[] = {
+    "tlab_refills",  "tlab_bytes",  "tlab_waste_bytes", "slow_paths",           "slow_failed",
+    "slow_after_gc", "outside_allocs", "outside_bytes", "gc_starts",            "gc_ends",
+    "plabs",         "plab_bytes",  "plab_waste_bytes", "promoted_direct",      "promoted_direct_bytes",
+    "map_full_drops", "names_lost", "gc_inflight_full_drops", "gc_ends_without_start",
+    "slow_exits_without_enter", "gc_pauses", "gc_pause_ends_without_start", "plab_batches",
+    "plab_records_lost", "alloc_batches", "alloc_records_lost", "alloc_records_outside_window"};
+static_assert(sizeof(kCounterNames) / sizeof(*kCounterNames) == JT_COUNTER_COUNT, "counter names");
+// Counted in user space: new-key notices from the kernel too short to read.
+const char* const kMalformedName = "malformed_notices";
+
+struct HistInfo {
+  const char* name;   // JSON key; nullptr: never shown (an input of another)
+  const char* title;  // text heading
+  const char* unit;
+  uint64_t divisor;
+};
+const HistInfo kHists[] = {
+    {"tlab_size", "TLAB sizes", "bytes", 1},
+    {"slow_path_latency", "Allocation slow path, time per slow path", "usecs", 1},
+    {"outside_tlab_size", "Objects allocated outside TLABs", "bytes", 1},
+    {"gc_pause_young", "GC pauses, young", "usecs", 1},
+    {"gc_pause_full", "GC pauses, full", "usecs", 1},
+    {"gc_concurrent_cycle", "GC concurrent cycles (not pauses)", "usecs", 1},
+    {"plab_size", "PLAB sizes", "bytes", 1},
+    {"gc_pause_remark", "GC pauses, remark (G1)", "usecs", 1},
+    {"gc_pause_cleanup", "GC pauses, cleanup (G1)", "usecs", 1},
+    {nullptr, "", "usecs", 1},  // JT_H_GC_YOUNG_US: the young pauses' stand-in
+    {nullptr, "", "usecs", 1},  // JT_H_GC_FULL_US
+};
+// Whether histogram h is part of a report: without pause probes the young
+// and full pauses are measured from gc__start to gc__end, and G1's Remark
+// and Cleanup pauses are not seen at all (so not shown as empty).
+bool shown(int h, bool pauses) {
+  if (!kHists[h].name) return false;
+  return pauses || (h != JT_H_PAUSE_REMARK_US && h != JT_H_PAUSE_CLEANUP_US);
+}
+static_assert(sizeof(kHists) / sizeof(*kHists) == JT_HIST_COUNT, "histogram names");
+
+struct SkelDelete {
+  void operator()(jvmtrace_stat* s) const { jvmtrace_stat__destroy(s); }
+};
+struct StockSkelDelete {
+  void operator()(jvmtrace_stat_stock* s) const { jvmtrace_stat_stock__destroy(s); }
+};
+
+// The maps of bpf/stat_core.bpf.h, from whichever object was loaded.
+struct StatMaps {
+  bpf_map *counters, *hists, *threads, *classes, *new_keys;
+  template <typename Skel>
+  static StatMaps of(Skel* s) {
+    return {s->maps.counters, s->maps.hists, s->maps.threads, s->maps.classes, s->maps.new_keys};
+  }
+};
+
+struct Options {
+  pid_t pid = 0;
+  std::string binary;   // the ELF file with the probes; default: the JVM's libjvm.so
+  double interval = 0;  // 0: print once, at the end
+  double duration = 0;  // 0: until Ctrl-C or the target exits
+  bool json = false;
+  bool prometheus = false;  // the text exposition format, each report ending "# EOF"
+  bool verbose = false;
+  bool slow_path = true;
+  std::string mode = "auto";
+  std::string probe_set = "auto";  // usdt: batched, combined, separate, or auto (the first the JVM has)
+  int top = 10;
+  double launch_timeout = 30;  // -- COMMAND: how long to wait for its JVM
+  bool launch_timeout_set = false;
+  // Where reports go: stdout; with -- COMMAND stderr (as perf stat), so the
+  // program's stdout stays its own.
+  FILE* out = stdout;
+};
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "USAGE: jvmtrace stat -p PID [OPTIONS]\n"
+               "       jvmtrace stat [OPTIONS] -- COMMAND [ARGS...]\n"
+               "OPTIONS: [-i SEC] [-d SEC] [--top N] [--json|--prometheus] [--mode auto|usdt|stock]\n"
+               "         [--probe-set auto|batched|combined|separate] [--no-slow-path] [--launch-timeout S] [-v]\n"
+               "Aggregates a JVM's jvmtrace probes (a stock JVM: uprobes) in the kernel and prints\n"
+               "log2 histograms (TLAB sizes, slow-path latency, outside-TLAB sizes, GC pauses by kind,\n"
+               "PLAB sizes),\n"
+               "counters, and the top threads and classes by allocated bytes.\n"
+               "-- COMMAND runs a Java program and aggregates its JVM from its first allocation:\n"
+               "the JVM is held at start-up (-XX:+UnlockDiagnosticVMOptions -XX:+PauseAtStartup\n"
+               "after argv[0] of a java launcher, else in JDK_JAVA_OPTIONS, which makes java print a\n"
+               "NOTE line on stderr) until the probes are attached.  The program keeps jvmtrace's\n"
+               "stdin, stdout, stderr and terminal; Ctrl-C is the program's.  Reports go to stderr\n"
+               "(the program's stdout stays its own), the last when its JVM exits; the exit status\n"
+               "is COMMAND's (128+N: killed by signal N; 127: not found, 126: not executable).\n"
+               "  -p, --pid PID        the JVM\n"
+               "  -i, --interval SEC   also print every SEC seconds (figures since attach)\n"
+               "  -d, --duration SEC   stop after SEC seconds (default: Ctrl-C or the JVM exits)\n"
+               "      --top N          threads and classes to list (default 10)\n"
+               "      --json           one JSON object per report, for machines\n"
+               "      --prometheus     each report in Prometheus' text format, ending \"# EOF\"\n"
+               "      --probe-set SET  usdt: batched, one probe hit per batch of a thread's allocation slow\n"
+               "                       paths (alloc__batch, up to 128) and of PLAB events (plab__batch);\n"
+               "                       combined, one hit per slow path (alloc__slow); separate, the probes\n"
+               "                       of each site (three hits per TLAB refill, two per PLAB); auto\n"
+               "                       (default): the first of these the JVM has.  Same figures either way;\n"
+               "                       batched figures of -i reports lag by up to 100 ms, and stat's end\n"
+               "                       waits (up to 5 s) for the JVM's next safepoint to hand over the rest\n"
+               "      --no-slow-path   with the separate probes: leave alloc__slow__enter/exit detached\n"
+               "                       (no latency or outside-TLAB figures); no effect with the others,\n"
+               "                       which cost nothing more for the slow path\n"
+               "      --mode MODE      usdt: a patched JVM's jvmtrace probes; stock: uprobes on an unpatched\n"
+               "                       HotSpot (no slow-path latency, TLAB waste or PLAB figures);\n"
+               "                       auto (default): usdt if the JVM has the probes, else stock\n"
+               "  -b, --binary PATH    the ELF file with the probes (default: PID's libjvm.so;\n"
+               "                       e.g. the USDT test fixture)\n"
+               "      --launch-timeout S  -- COMMAND: wait at most S seconds (default 30) for its JVM\n"
+               "  -v, --verbose        libbpf debug output; with -- COMMAND, how it is started and let go\n"
+               "EXAMPLES:\n"
+               "  jvmtrace stat -- java -Xmx1g -jar app.jar   # from its first allocation to its exit\n"
+               "  jvmtrace stat -p 4242               # until Ctrl-C\n"
+               "  jvmtrace stat -p 4242 -d 30 --json  # 30 s, JSON\n"
+               "  jvmtrace stat -p 4242 -i 5          # a report every 5 s\n");
+}
+
+std::string thread_comm(pid_t pid, uint32_t tid) {
+  std::string s = thread_name(pid, tid);
+  return s.empty() ? "?" : s;
+}
+
+// One CPU's copy of a class's figures added to the total.  Only the CPU
+// that made the entry holds the name's length (the others hold 0): the
+// largest is taken.
+void add_class(jt_class_val& total, const jt_class_val& cpu) {
+  total.tlab_refills += cpu.tlab_refills;
+  total.tlab_bytes += cpu.tlab_bytes;
+  total.outside_allocs += cpu.outside_allocs;
+  total.outside_bytes += cpu.outside_bytes;
+  total.name_len = std::max(total.name_len, cpu.name_len);
+}
+
+struct ThreadRow { uint32_t tid; jt_thread_val v; std::string comm; };
+struct ClassRow { uint64_t key; jt_class_val v; std::string name; };
+
+class StatSession {
+ public:
+  // pauses: the pause probes are attached (not stock mode, not a JVM
+  // patched before them); probe_set: which allocation probes (usdt mode);
+  // slow_path: the slow path is seen (not --no-slow-path on separate ones).
+  StatSession(const Options& o, const StatMaps& maps, bool stock, bool pauses, const char* probe_set,
+              bool slow_path)
+      : o_(o), maps_(maps), stock_(stock), pauses_(pauses), probe_set_(probe_set), slow_path_(slow_path) {}
+
+  void report(double seconds) {
+    read_maps();
+    resolve_names();
+    if (o_.prometheus) print_prometheus();
+    else if (o_.json) print_json(seconds);
+    else print_text(seconds);
+    std::fflush(o_.out);
+  }
+
+ private:
+  // counters, hists and classes are per-CPU maps (bpf/stat_core.bpf.h): each
+  // figure is the sum of the CPUs' copies.
+  void read_maps() {
+    for (int c = 0; c < JT_COUNTER_COUNT; c++) {
+      uint32_t k = c;
+      counters_[c] = 0;
+      for (uint64_t v : lookup_percpu_elem<uint64_t>(maps_.counters, &k, sizeof k)) counters_[c] += v;
+    }
+    for (int h = 0; h < JT_HIST_COUNT; h++) {
+      uint32_t k = h;
+      std::memset(&hists_[h], 0, sizeof hists_[h]);
+      for (const jt_hist_val& v : lookup_percpu_elem<jt_hist_val>(maps_.hists, &k, sizeof k)) {
+        for (int s = 0; s < JT_HIST_SLOTS; s++) hists_[h].slots[s] += v.slots[s];
+        hists_[h].sum += v.sum;
+      }
+    }
+    if (!pauses_) {  // the collections stand in for their pauses
+      hists_[JT_H_PAUSE_YOUNG_US] = hists_[JT_H_GC_YOUNG_US];
+      hists_[JT_H_PAUSE_FULL_US] = hists_[JT_H_GC_FULL_US];
+    }
+    threads_.clear();
+    for (const auto& [tid, v] : read_hash_map<uint32_t, jt_thread_val>(maps_.threads))
+      threads_.push_back({tid, v, {}});
+    classes_.clear();
+    for (const auto& [key, v] : read_percpu_hash_map<uint64_t, jt_class_val>(maps_.classes, add_class))
+      classes_.push_back({key, v, {}});
+    std::sort(threads_.begin(), threads_.end(), [](const ThreadRow& a, const ThreadRow& b) {
+      return a.v.tlab_bytes + a.v.outside_bytes > b.v.tlab_bytes + b.v.outside_bytes;
+    });
+    std::sort(classes_.begin(), classes_.end(), [](const ClassRow& a, const ClassRow& b) {
+      return a.v.tlab_bytes + a.v.outside_bytes > b.v.tlab_bytes + b.v.outside_bytes;
+    });
+  }
+
+  // Names are learnt when the kernel reports a new key (new_keys ring
+  // buffer): the thread or class has just been used, so the thread and the
+  // JVM exist and the name can be read (a class name from the JVM's memory at
+  // the key, the name's address; a thread's from /proc).
+ public:
+  static int on_new_key(void* ctx, void* data, size_t size) {
+    auto* self = static_cast<StatSession*>(ctx);
+    if (size < sizeof(jt_new_key)) {  // not a notice: counted, shown as malformed_notices
+      self->malformed_notices_++;
+      return 0;
+    }
+    const auto* k = static_cast<const jt_new_key*>(data);
+    if (k->kind == JT_KEY_THREAD) {
+      std::string c = thread_comm(self->o_.pid, static_cast<uint32_t>(k->key));
+      if (c != "?") self->comm_.emplace(static_cast<uint32_t>(k->key), c);
+    } else {
+      std::string n = read_process_memory(self->o_.pid, k->key, std::min<uint32_t>(k->name_len, 512));
+      if (!n.empty()) self->names_.emplace(k->key, n);
+    }
+    return 0;
+  }
+
+ private:
+  // Names for the rows; a key not learnt yet (its notice lost or the read
+  // failed) gets one more try now.
+  void resolve_names() {
+    for (auto& t : threads_) {
+      auto it = comm_.find(t.tid);
+      if (it == comm_.end()) {
+        std::string c = thread_comm(o_.pid, t.tid);
+        if (c == "?") {  // the thread (or the JVM) is gone: ask again next time
+          t.comm = "<exited>";
+          continue;
+        }
+        it = comm_.emplace(t.tid, c).first;
+      }
+      t.comm = it->second;
+    }
+    for (auto& c : classes_) {
+      auto it = names_.find(c.key);
+      if (it == names_.end()) {
+        std::string n = read_process_memory(o_.pid, c.key, std::min<uint32_t>(c.v.name_len, 512));
+        if (n.empty()) {  // unreadable now (JVM gone): ask again next time
+          c.name = "<unreadable>";
+          continue;
+        }
+        it = names_.emplace(c.key, n).first;
+      }
+      c.name = it->second;
+    }
+  }
+
+  void print_text(double seconds) {
+    std::fprintf(o_.out, "\njvmtrace stat: PID %d, %.1f s since attach%s\n", o_.pid, seconds,
+                stock_ ? " (stock mode: no slow-path, TLAB waste or PLAB figures)"
+                : slow_path_ ? "" : " (--no-slow-path: no slow-path latency or outside-TLAB figures)");
+    for (int c = 0; c < JT_COUNTER_COUNT; c++)
+      std::fprintf(o_.out, "  %-24s %llu\n", kCounterNames[c], (unsigned long long)counters_[c]);
+    std::fprintf(o_.out, "  %-24s %llu\n", kMalformedName, (unsigned long long)malformed_notices_);
+    if (!pauses_)
+      std::fprintf(o_.out, "  (%s: pauses are measured from gc__start to gc__end; G1 Remark and Cleanup are not seen)\n",
+                   stock_ ? "stock mode" : "this JVM has no pause probes");
+    for (int h = 0; h < JT_HIST_COUNT; h++) {
+      if (!shown(h, pauses_)) continue;
+      std::fprintf(o_.out, "\n%s:\n", kHists[h].title);
+      print_log2_hist(o_.out, hists_[h].slots, JT_HIST_SLOTS, kHists[h].unit, kHists[h].divisor);
+    }
+    std::fprintf(o_.out, "\nTop threads by allocated bytes (TLAB bytes + outside-TLAB bytes):\n");
+    std::fprintf(o_.out, "  %-8s %-16s %10s %14s %10s %14s\n", "TID", "COMM", "REFILLS", "TLAB_BYTES", "OUTSIDE", "OUTSIDE_BYTES");
+    for (size_t i = 0; i < threads_.size() && i < static_cast<size_t>(o_.top); i++) {
+      const auto& t = threads_[i];
+      std::fprintf(o_.out, "  %-8u %-16s %10llu %14llu %10llu %14llu\n", t.tid, printable(t.comm).c_str(),
+                  (unsigned long long)t.v.tlab_refills, (unsigned long long)t.v.tlab_bytes,
+                  (unsigned long long)t.v.outside_allocs, (unsigned long long)t.v.outside_bytes);
+    }
+    std::fprintf(o_.out, "\nTop classes by allocated bytes (TLAB bytes: a sample weighted by bytes; outside: exact):\n");
+    std::fprintf(o_.out, "  %-40s %10s %14s %10s %14s\n", "CLASS", "REFILLS", "TLAB_BYTES", "OUTSIDE", "OUTSIDE_BYTES");
+    for (size_t i = 0; i < classes_.size() && i < static_cast<size_t>(o_.top); i++) {
+      const auto& c = classes_[i];
+      std::fprintf(o_.out, "  %-40s %10llu %14llu %10llu %14llu\n", printable(c.name).c_str(), (unsigned long long)c.v.tlab_refills,
+                  (unsigned long long)c.v.tlab_bytes, (unsigned long long)c.v.outside_allocs,
+                  (unsigned long long)c.v.outside_bytes);
+    }
+  }
+
+  // Prometheus text exposition: counters and histograms labelled with the
+  // JVM's pid and the mode; jvmtraced merges these blocks across JVMs.
+  void print_prometheus() {
+    const std::string labels = "pid=\"" + std::to_string(o_.pid) + "\",mode=\"" + (stock_ ? "stock" : "usdt") + "\"";
+    std::string s;
+    for (int c = 0; c < JT_COUNTER_COUNT; c++) {
+      const std::string name = std::string("jvmtrace_") + kCounterNames[c] + "_total";
+      s += "# HELP " + name + " jvmtrace stat counter " + kCounterNames[c] + " (docs/stat.md)\n# TYPE " + name +
+           " counter\n" + name + "{" + labels + "} " + std::to_string(counters_[c]) + "\n";
+    }
+    {
+      const std::string name = std::string("jvmtrace_") + kMalformedName + "_total";
+      s += "# HELP " + name + " jvmtrace stat: kernel notices too short to read (docs/stat.md)\n# TYPE " + name +
+           " counter\n" + name + "{" + labels + "} " + std::to_string(malformed_notices_) + "\n";
+    }
+    for (int h = 0; h < JT_HIST_COUNT; h++) {
+      if (!shown(h, pauses_)) continue;
+      const std::string name = std::string("jvmtrace_") + kHists[h].name + "_" +
+                               (std::strcmp(kHists[h].unit, "usecs") == 0 ? "microseconds" : kHists[h].unit);
+      s += "# HELP " + name + " " + kHists[h].title + " (log2 buckets)\n# TYPE " + name + " histogram\n" +
+           log2_hist_prometheus(name, labels, hists_[h].slots, JT_HIST_SLOTS, kHists[h].divisor, hists_[h].sum);
+    }
+    std::fprintf(o_.out, "%s# EOF\n", s.c_str());
+  }
+
+  void print_json(double seconds) {
+    std::string s = "{\"pid\": " + std::to_string(o_.pid) + ", \"seconds\": " + std::to_string(seconds) +
+                    ", \"mode\": \"" + (stock_ ? "stock" : "usdt") + "\", \"slow_path_probes\": " + (slow_path_ && !stock_ ? "true" : "false") +
+                    (stock_ ? std::string() : std::string(", \"probe_set\": \"") + probe_set_ + "\"") +
+                    ", \"pause_probes\": " + (pauses_ ? "true" : "false") + ", \"counters\": {";
+    for (int c = 0; c < JT_COUNTER_COUNT; c++)
+      s += std::string(c ? ", " : "") + "\"" + kCounterNames[c] + "\": " + std::to_string(counters_[c]);
+    s += std::string(", \"") + kMalformedName + "\": " + std::to_string(malformed_notices_);
+    s += "}, \"histograms\": {";
+    for (int h = 0, n = 0; h < JT_HIST_COUNT; h++)
+      if (shown(h, pauses_))
+        s += std::string(n++ ? ", " : "") + "\"" + kHists[h].name + "\": " +
+             log2_hist_json(hists_[h].slots, JT_HIST_SLOTS, kHists[h].unit, kHists[h].divisor, hists_[h].sum);
+    s += "}, \"threads\": [";
+    for (size_t i = 0; i < threads_.size(); i++) {
+      const auto& t = threads_[i];
+      s += std::string(i ? ", " : "") + "{\"tid\": " + std::to_string(t.tid) + ", \"comm\": \"" +
+           json_escape(t.comm) + "\", \"tlab_refills\": " + std::to_string(t.v.tlab_refills) +
+           ", \"tlab_bytes\": " + std::to_string(t.v.tlab_bytes) + ", \"outside_allocs\": " +
+           std::to_string(t.v.outside_allocs) + ", \"outside_bytes\": " + std::to_string(t.v.outside_bytes) + "}";
+    }
+    s += "], \"classes\": [";
+    for (size_t i = 0; i < classes_.size(); i++) {
+      const auto& c = classes_[i];
+      s += std::string(i ? ", " : "") + "{\"class\": \"" + json_escape(c.name) +
+           "\", \"tlab_refills\": " + std::to_string(c.v.tlab_refills) + ", \"tlab_bytes\": " +
+           std::to_string(c.v.tlab_bytes) + ", \"outside_allocs\": " + std::to_string(c.v.outside_allocs) +
+           ", \"outside_bytes\": " + std::to_string(c.v.outside_bytes) + "}";
+    }
+    s += "]}";
+    std::fprintf(o_.out, "%s\n", s.c_str());
+  }
+
+  const Options& o_;
+  StatMaps maps_;
+  bool stock_, pauses_;
+  const char* probe_set_;
+  bool slow_path_;
+  uint64_t counters_[JT_COUNTER_COUNT] = {};
+  jt_hist_val hists_[JT_HIST_COUNT] = {};
+  std::vector<ThreadRow> threads_;
+  std::vector<ClassRow> classes_;
+  std::unordered_map<uint32_t, std::string> comm_;
+  std::unordered_map<uint64_t, std::string> names_;
+  uint64_t malformed_notices_ = 0;  // user space's own count, beside the kernel's counters
+};
+
+// How long stat's end waits for the JVM to hand over its buffered slow paths
+// (batched probes): its next safepoint, at most two GuaranteedSafepointInterval
+// (1 s by default) away.
+constexpr double kDrainTimeout = 5.0;
+
+// Aggregates o.pid until the end and prints the report; with launch, the
+// JVM is held at start-up and let go once attached.  Returns stat's status.
+int stat_pid(const Options& o, Launch* launch) {
+  Target target;
+  if (!check_target("jvmtrace stat", o.pid, o.binary, &target)) return 1;
+  const bool stock = o.mode == "stock" || (o.mode == "auto" && !target.has_probes);
+  if (!stock && !target.has_probes) {
+    print_no_probes("jvmtrace stat", target, "Aggregate it with --mode stock (or the default --mode auto).");
+    return 1;
+  }
+  std::string error;
+  StockTarget stock_target;
+  if (stock && !stock_target.prepare(o.pid, target.binary, &error)) {
+    std::fprintf(stderr, "jvmtrace stat: stock mode cannot trace PID %d: %s\n", o.pid, error.c_str());
+    return 1;
+  }
+  const std::string& libjvm = target.binary;
+  set_libbpf_verbose(o.verbose);
+  // One of two BPF objects with the same maps (bpf/stat_core.bpf.h).
+  std::unique_ptr<jvmtrace_stat, SkelDelete> skel;
+  std::unique_ptr<jvmtrace_stat_stock, StockSkelDelete> stock_skel;
+  StatMaps maps{};
+  bpf_object* obj = nullptr;
+  ProbeSet probe_set = ProbeSet::kSeparate;
+  int loaded = -1;
+  if (stock) {
+    stock_skel.reset(jvmtrace_stat_stock__open());
+    if (stock_skel) {
+      stock_skel->rodata->klass_name_off = stock_target.klass_name_off;
+      stock_skel->rodata->symbol_length_off = stock_target.symbol_length_off;
+      stock_skel->rodata->symbol_body_off = stock_target.symbol_body_off;
+      loaded = jvmtrace_stat_stock__load(stock_skel.get());
+      if (loaded == 0) {
+        for (const auto& [vptr, kind] : stock_target.tracer_kinds())
+          bpf_map__update_elem(stock_skel->maps.tracer_kinds, &vptr, sizeof vptr, &kind, sizeof kind, BPF_ANY);
+        maps = StatMaps::of(stock_skel.get());
+        obj = stock_skel->obj;
+      }
+    }
+  } else {
+    if (!choose_probe_set(o.probe_set, target.probes, false, &probe_set, &error)) {
+      std::fprintf(stderr, "jvmtrace stat: %s\n", error.c_str());
+      return 1;
+    }
+    skel.reset(jvmtrace_stat__open());
+    if (skel) select_probe_set(skel->obj, probe_set);
+    if (skel && !o.slow_path && probe_set == ProbeSet::kSeparate) {
+      bpf_program__set_autoload(skel->progs.alloc__slow__enter, false);
+      bpf_program__set_autoload(skel->progs.alloc__slow__exit, false);
+    }
+    if (skel && (loaded = jvmtrace_stat__load(skel.get())) == 0) {
+      maps = StatMaps::of(skel.get());
+      obj = skel->obj;
+    }
+  }
+  if (loaded != 0) {
+    std::fprintf(stderr, "jvmtrace stat: loading the BPF programs failed: %s\n", bpf_load_hint(errno).c_str());
+    return 1;
+  }
+  // Batched records count from here (those left in the VM from an earlier
+  // tracer ended before).
+  if (skel) skel->bss->window_start_ns = clock_ns(CLOCK_MONOTONIC);
+  Links links;
+  std::vector<std::string> absent;
+  const bool attached = stock ? stock_target.attach(obj, &links, &error)
+                              : attach_jvmtrace_usdt(obj, o.pid, libjvm, &links, &error, &absent);
+  if (!attached) {
+    std::fprintf(stderr, "jvmtrace stat: %s\n", error.c_str());
+    return 1;
+  }
+  const bool slow_path = o.slow_path || probe_set != ProbeSet::kSeparate;
+  std::fprintf(stderr, "Attached %zu %s to PID %d (%s)%s. %s\n", links.size(),
+               stock ? "uprobes (stock mode)"
+               : probe_set == ProbeSet::kBatched  ? "probes (batched: one hit per batch of slow paths and of PLAB events)"
+               : probe_set == ProbeSet::kCombined ? "probes (combined: one hit per slow path and per PLAB batch)"
+                                                  : "probes (separate)",
+               o.pid, libjvm.c_str(), slow_path || stock ? "" : ", slow-path probes left detached",
+               launch ? "The report comes when the JVM exits." : "Hit Ctrl-C to end.");
+
+  const bool no_pauses = std::find(absent.begin(), absent.end(), "gc__pause__end") != absent.end();
+  if (no_pauses)
+    std::fprintf(stderr, "jvmtrace stat: this JVM's patch predates the pause probes (gc__pause__*): pauses are "
+                 "measured from gc__start to gc__end and G1 Remark and Cleanup are not seen; rebuild it with "
+                 "scripts/build-patched-jdk.sh\n");
+  StatSession session(o, maps, stock, !stock && !no_pauses, probe_set_name(probe_set), slow_path);
+  RingBuffer names(ring_buffer__new(bpf_map__fd(maps.new_keys), &StatSession::on_new_key, &session, nullptr));
+  if (!names) {
+    std::fprintf(stderr, "jvmtrace stat: ring buffer: %s\n", std::strerror(errno));
+    return 1;
+  }
+  // Let go only now: the new-key notices of the first threads and classes
+  // need their reader.
+  if (launch) launch->release(true);
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  auto next = start + std::chrono::duration<double>(o.interval);
+  bool target_gone = false;
+  while (!stop_requested()) {
+    int polled = ring_buffer__poll(names.get(), 50);  // also the loop's 50 ms tick
+    if (polled < 0 && polled != -EINTR) {
+      std::fprintf(stderr, "jvmtrace stat: reading new-key notices: %s\n", std::strerror(-polled));
+      break;
+    }
+    const auto now = clock::now();
+    const double elapsed = std::chrono::duration<double>(now - start).count();
+    if (o.duration > 0 && elapsed >= o.duration) break;
+    if (!process_alive(o.pid)) {
+      target_gone = true;
+      break;
+    }
+    if (launch) launch->tick();  // JVMs the program starts later are held too: let them go
+    if (o.interval > 0 && now >= next) {
+      session.report(elapsed);
+      next += std::chrono::duration<double>(o.interval);
+    }
+  }
+  // Batched: the slow paths that ended by now, still in the VM's buffers,
+  // are handed over at its next safepoint; later ones are not counted.
+  const auto stopped_at = clock::now();  // the figures' end (the drain's wait is not in it)
+  std::string drain_problem;
+  if (probe_set == ProbeSet::kBatched && !stock && !target_gone) {
+    const uint64_t end_ns = clock_ns(CLOCK_MONOTONIC);
+    skel->bss->window_end_ns = end_ns;
+    std::string drain_error;
+    const Drain d = drain_alloc_batches(obj, o.pid, libjvm, &skel->bss->drained_ns, end_ns, kDrainTimeout,
+                                        [&] { ring_buffer__poll(names.get(), 0); }, &drain_error);
+    drain_problem = drain_note(d, drain_error);
+  }
+  ring_buffer__consume(names.get());  // notices that arrived before the stop
+  session.report(std::chrono::duration<double>(stopped_at - start).count());
+  if (target_gone && !o.json) std::fprintf(stderr, "jvmtrace stat: PID %d exited\n", o.pid);
+  if (!drain_problem.empty()) std::fprintf(stderr, "jvmtrace stat: %s\n", drain_problem.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int stat_command(int argc, char** argv) {
+  Options o;
+  static const option longopts[] = {
+      {"pid", required_argument, nullptr, 'p'},      {"interval", required_argument, nullptr, 'i'},
+      {"duration", required_argument, nullptr, 'd'}, {"json", no_argument, nullptr, 'j'},
+      {"top", required_argument, nullptr, 't'},      {"verbose", no_argument, nullptr, 'v'},
+      {"binary", required_argument, nullptr, 'b'},   {"no-slow-path", no_argument, nullptr, 's'},
+      {"mode", required_argument, nullptr, 'M'},     {"prometheus", no_argument, nullptr, 'P'},
+      {"launch-timeout", required_argument, nullptr, 'L'},
+      {"probe-set", required_argument, nullptr, 'S'},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0}};
+  int c;
+  optind = 1;
+  const char* last_optarg = nullptr;
+  // "+": options end at the first argument that is not one, so COMMAND's
+  // own options after -- are never taken for jvmtrace's.
+  while ((c = getopt_long(argc, argv, "+p:i:d:b:vh", longopts, nullptr)) != -1) {
+    if (optarg) last_optarg = optarg;
+    switch (c) {
+      case 'p':
+        if (!parse_pid(optarg, &o.pid)) {
+          std::fprintf(stderr, "jvmtrace stat: PID must be a number from 1 to 4194304, not '%s'\n", optarg);
+          usage(stderr);
+          return 2;
+        }
+        break;
+      case 'i':
+      case 'd':
+        if (!parse_seconds(optarg, c == 'i' ? &o.interval : &o.duration)) {
+          std::fprintf(stderr, "jvmtrace stat: %s takes a number of seconds above 0, at most 1e7, not '%s'\n",
+                       c == 'i' ? "-i/--interval" : "-d/--duration", optarg);
+          usage(stderr);
+          return 2;
+        }
+        break;
+      case 't': {
+        long v;
+        if (!parse_long(optarg, 1, 100000, &v)) {
+          std::fprintf(stderr, "jvmtrace stat: --top takes a number from 1 to 100000, not '%s'\n", optarg);
+          return 2;
+        }
+        o.top = static_cast<int>(v);
+        break;
+      }
+      case 'j': o.json = true; break;
+      case 'P': o.prometheus = true; break;
+      case 'b': o.binary = optarg; break;
+      case 's': o.slow_path = false; break;
+      case 'M':
+        if (!parse_mode("jvmtrace stat", optarg, &o.mode)) return 2;
+        break;
+      case 'S':
+        if (!parse_probe_set("jvmtrace stat", optarg, &o.probe_set)) return 2;
+        break;
+      case 'L':
+        if (!parse_seconds(optarg, &o.launch_timeout)) {
+          std::fprintf(stderr, "jvmtrace stat: --launch-timeout takes a number of seconds above 0, at most 1e7, not '%s'\n", optarg);
+          return 2;
+        }
+        o.launch_timeout_set = true;
+        break;
+      case 'v': o.verbose = true; break;
+      case 'h': usage(stdout); return 0;
+      default: usage(stderr); return 2;
+    }
+  }
+  char** command = command_follows(argc, argv, optind, last_optarg) ? argv + optind : nullptr;
+  if (!command && optind < argc) {
+    std::fprintf(stderr, "jvmtrace stat: unexpected argument '%s' (a command to run goes after --)\n", argv[optind]);
+    usage(stderr);
+    return 2;
+  }
+  if (command && !*command) {
+    std::fprintf(stderr, "jvmtrace stat: no COMMAND after --\n");
+    usage(stderr);
+    return 2;
+  }
+  if (command && o.pid) {
+    std::fprintf(stderr, "jvmtrace stat: -p PID and -- COMMAND exclude each other: attach to a running JVM, or "
+                 "start one\n");
+    usage(stderr);
+    return 2;
+  }
+  if (!o.pid && !command) {
+    std::fprintf(stderr, "jvmtrace stat: -p PID or -- COMMAND is required\n");
+    usage(stderr);
+    return 2;
+  }
+  if (o.launch_timeout_set && !command) {
+    std::fprintf(stderr, "jvmtrace stat: --launch-timeout goes with -- COMMAND\n");
+    return 2;
+  }
+  if (!command) {
+    // From here on Ctrl-C (or the daemon's detach) ends the command through
+    // its cleanup path, even while it is still attaching.
+    install_stop_handlers();
+    return stat_pid(o, nullptr);
+  }
+  // Ctrl-C is the program's (launch.h); the report comes when its JVM exits.
+  o.out = stderr;
+  return launch_and_trace("jvmtrace stat", command, o.launch_timeout, o.verbose, [&](pid_t pid, Launch& launch) {
+    o.pid = pid;
+    return stat_pid(o, &launch);
+  });
+}
+
+}  // namespace jvmtrace

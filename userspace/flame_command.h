@@ -1,4 +1,0 @@
-#pragma once
-namespace jvmtrace {
-int flame_command(int argc, char** argv);
-}

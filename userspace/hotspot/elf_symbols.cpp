@@ -1,0 +1,160 @@
+#include "hotspot/elf_symbols.h"
+
+#include <cxxabi.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace jvmtrace {
+
+std::string demangle(const std::string& mangled) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || !d) return mangled;
+  std::string s(d);
+  std::free(d);
+  return s;
+}
+
+bool ElfSymbols::load(const std::string& path, std::string* error, bool need_symtab) {
+  std::vector<Sym> dynamic;
+  if (elf_version(EV_CURRENT) == EV_NONE) {
+    *error = "libelf is unusable";
+    return false;
+  }
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *error = "cannot open " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
+  if (!elf || elf_kind(elf) != ELF_K_ELF) {
+    *error = path + " is not an ELF file";
+    if (elf) elf_end(elf);
+    close(fd);
+    return false;
+  }
+  size_t nph = 0;
+  if (elf_getphdrnum(elf, &nph) == 0) {
+    for (size_t i = 0; i < nph; i++) {
+      GElf_Phdr ph;
+      if (gelf_getphdr(elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD && ph.p_offset == 0) {
+        first_load_vaddr_ = ph.p_vaddr;
+        break;
+      }
+    }
+  }
+  bool have_symtab = false;
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn));) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM)) continue;
+    have_symtab |= sh.sh_type == SHT_SYMTAB;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (!data || sh.sh_entsize == 0) continue;
+    const size_t n = sh.sh_size / sh.sh_entsize;
+    for (size_t i = 0; i < n; i++) {
+      GElf_Sym s;
+      if (!gelf_getsym(data, static_cast<int>(i), &s) || s.st_shndx == SHN_UNDEF || s.st_value == 0) continue;
+      const char* name = elf_strptr(elf, sh.sh_link, s.st_name);
+      if (!name || !*name) continue;
+      values_.emplace(name, s.st_value);
+      if (GELF_ST_TYPE(s.st_info) == STT_FUNC && sh.sh_type == SHT_SYMTAB)
+        functions_.push_back({name, s.st_value, s.st_size});
+      else if (GELF_ST_TYPE(s.st_info) == STT_FUNC)
+        dynamic.push_back({name, s.st_value, s.st_size});
+      else if (GELF_ST_TYPE(s.st_info) == STT_OBJECT && sh.sh_type == SHT_SYMTAB && std::strncmp(name, "_ZTV", 4) == 0)
+        objects_.push_back({name, s.st_value, s.st_size});
+    }
+  }
+  elf_end(elf);
+  close(fd);
+  if (!have_symtab && !need_symtab) {
+    functions_ = std::move(dynamic);  // a stripped library: its exported functions only
+  } else if (!have_symtab) {
+    *error = path + " has no .symtab (stripped): stock mode needs HotSpot's own symbols";
+    return false;
+  }
+  std::sort(objects_.begin(), objects_.end(), [](const Sym& a, const Sym& b) { return a.value < b.value; });
+  std::sort(functions_.begin(), functions_.end(), [](const Sym& a, const Sym& b) { return a.value < b.value; });
+  return true;
+}
+
+std::string ElfSymbols::function(const std::string& qualified, std::string* error) const {
+  // Demangle only names holding every part of the qualified name.
+  std::vector<std::string> parts;
+  for (size_t pos = 0; pos <= qualified.size();) {
+    size_t next = qualified.find("::", pos);
+    if (next == std::string::npos) next = qualified.size();
+    parts.push_back(qualified.substr(pos, next - pos));
+    pos = next + 2;
+  }
+  std::vector<std::string> found;
+  for (const Sym& f : functions_) {
+    if (f.name.find('.') != std::string::npos) continue;  // clones: .part.N, .cold, .isra
+    bool all = true;
+    for (const std::string& p : parts) all = all && f.name.find(p) != std::string::npos;
+    if (!all) continue;
+    const std::string d = demangle(f.name);
+    if (d.compare(0, qualified.size() + 1, qualified + "(") == 0 &&
+        std::find(found.begin(), found.end(), f.name) == found.end())
+      found.push_back(f.name);
+  }
+  if (found.size() == 1) return found[0];
+  *error = found.empty() ? "no function " + qualified + " (not a HotSpot this jvmtrace knows, or stripped)"
+                         : "several overloads of " + qualified + "; stock mode does not know which";
+  return {};
+}
+
+std::vector<std::pair<std::string, uint64_t>> ElfSymbols::vtables(const std::string& suffix) const {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  static const std::string kVtable = "vtable for ";
+  for (const Sym& o : objects_) {
+    const std::string d = demangle(o.name);
+    if (d.compare(0, kVtable.size(), kVtable) != 0 || d.size() < kVtable.size() + suffix.size() ||
+        d.compare(d.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    out.emplace_back(d.substr(kVtable.size()), o.value);
+  }
+  return out;
+}
+
+uint64_t ElfSymbols::value(const std::string& mangled) const {
+  auto it = values_.find(mangled);
+  return it == values_.end() ? 0 : it->second;
+}
+
+std::string ElfSymbols::function_at(uint64_t vaddr) const {
+  auto it = std::upper_bound(functions_.begin(), functions_.end(), vaddr,
+                             [](uint64_t v, const Sym& s) { return v < s.value; });
+  if (it == functions_.begin()) return {};
+  --it;
+  if (vaddr >= it->value + std::max<uint64_t>(it->size, 1)) return {};
+  std::string name = demangle(it->name);
+  // "A::f(int) const" -> "A::f": the parameter list starts at the first '('
+  // outside template brackets.
+  int depth = 0;
+  for (size_t i = 0; i < name.size(); i++) {
+    if (name[i] == '<') depth++;
+    else if (name[i] == '>') depth--;
+    else if (name[i] == '(' && depth == 0 && i > 0) return name.substr(0, i);
+  }
+  return name;
+}
+
+std::string ElfSymbols::object_at(uint64_t vaddr, uint64_t* offset) const {
+  auto it = std::upper_bound(objects_.begin(), objects_.end(), vaddr,
+                             [](uint64_t v, const Sym& s) { return v < s.value; });
+  if (it == objects_.begin()) return {};
+  --it;
+  if (vaddr >= it->value + std::max<uint64_t>(it->size, 1)) return {};
+  *offset = vaddr - it->value;
+  return demangle(it->name);
+}
+
+}  // namespace jvmtrace

@@ -1,0 +1,31 @@
+#include "hotspot/g1_region_size.h"
+
+#include <cstring>
+
+#include "hotspot/elf_symbols.h"
+#include "process/target.h"
+
+namespace jvmtrace {
+G1RegionSize::G1RegionSize(pid_t pid, const std::string& libjvm) : pid_(pid) {
+  ElfSymbols syms;
+  std::string error;
+  const uint64_t start = libjvm_map_start(pid);
+  if (!start || !syms.load(libjvm, &error)) return;
+  // JDK 17 names the class HeapRegion; JDK 22 on, G1HeapRegion.
+  for (const char* mangled : {"_ZN10HeapRegion10GrainBytesE", "_ZN12G1HeapRegion10GrainBytesE"}) {
+    if (const uint64_t v = syms.value(mangled)) {
+      address_ = syms.load_bias(start) + v;
+      return;
+    }
+  }
+}
+
+uint64_t G1RegionSize::read() const {
+  if (!address_) return 0;
+  const std::string bytes = read_process_memory(pid_, address_, sizeof(uint64_t));
+  if (bytes.size() != sizeof(uint64_t)) return 0;
+  uint64_t n;
+  std::memcpy(&n, bytes.data(), sizeof n);
+  return n;
+}
+}  // namespace jvmtrace

@@ -1,0 +1,24 @@
+// G1's region size, read from a running HotSpot.
+#pragma once
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+namespace jvmtrace {
+// G1's region size in the HotSpot of pid: HeapRegion::GrainBytes, located
+// through libjvm's own symbols when constructed (the slow part: ~0.3 s for
+// libjvm's symbol table), read from the process by read().
+class G1RegionSize {
+ public:
+  G1RegionSize(pid_t pid, const std::string& libjvm);
+  // The size now, or 0: another collector, a heap not sized yet (a JVM held
+  // at start-up: HotSpot sets it in universe_init), no symbols, or not
+  // readable.
+  uint64_t read() const;
+
+ private:
+  pid_t pid_;
+  uint64_t address_ = 0;
+};
+}  // namespace jvmtrace

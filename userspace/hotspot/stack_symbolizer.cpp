@@ -1,0 +1,272 @@
+#include "hotspot/stack_symbolizer.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <ext/stdio_filebuf.h>
+#include <fstream>
+#include <sstream>
+
+namespace jvmtrace {
+
+namespace {
+
+uint64_t mono_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+}
+
+// "long AllocWorker.work(int)" -> "AllocWorker.work"; "Interpreter" stays.
+std::string java_name(const std::string& s) {
+  const size_t paren = s.find('(');
+  if (paren == std::string::npos) return s;
+  std::string head = s.substr(0, paren);
+  while (!head.empty() && head.back() == ' ') head.pop_back();
+  const size_t sp = head.rfind(' ');
+  return sp == std::string::npos ? head : head.substr(sp + 1);
+}
+
+std::string base_name(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+StackSymbolizer::StackSymbolizer(pid_t pid) : pid_(pid) {
+  root_fd_ = open(("/proc/" + std::to_string(pid) + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  ProcessCreds creds;
+  std::string error;
+  if (root_fd_ >= 0 && read_process_creds(pid, &creds, &error)) {
+    uid_ = creds.euid;
+    perf_rel_ = "tmp/perf-" + std::to_string(creds.nspid) + ".map";
+  }
+}
+
+StackSymbolizer::~StackSymbolizer() {
+  if (root_fd_ >= 0) close(root_fd_);
+}
+
+void StackSymbolizer::read_maps() {
+  maps_.clear();
+  std::ifstream in("/proc/" + std::to_string(pid_) + "/maps");
+  std::string line;
+  while (std::getline(in, line)) {
+    uint64_t start, end, offset;
+    char perms[8];
+    int path_at = 0;
+    if (std::sscanf(line.c_str(), "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &start, &end, perms, &offset,
+                    &path_at) < 4 || perms[2] != 'x')
+      continue;
+    std::string path = path_at > 0 && static_cast<size_t>(path_at) < line.size() ? line.substr(path_at) : "";
+    if (!path.empty() && path[0] != '/') path.clear();  // [vdso], [stack]: no file
+    maps_.push_back({start, end, offset, path});
+  }
+  std::sort(maps_.begin(), maps_.end(), [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
+  maps_read_ns_ = mono_ns();
+}
+
+const StackSymbolizer::Mapping* StackSymbolizer::mapping(uint64_t ip) {
+  for (int attempt = 0; attempt < 2; attempt++) {
+    auto it = std::upper_bound(maps_.begin(), maps_.end(), ip, [](uint64_t v, const Mapping& m) { return v < m.start; });
+    if (it != maps_.begin() && ip < std::prev(it)->end) return &*std::prev(it);
+    // New code (a library loaded, the code cache grown): re-read, at most
+    // ten times a second.
+    if (attempt == 0 && mono_ns() - maps_read_ns_ > 100000000) read_maps();
+    else break;
+  }
+  return nullptr;
+}
+
+std::string StackSymbolizer::frame(uint64_t ip) {
+  if (maps_.empty()) read_maps();
+  const Mapping* m = mapping(ip);
+  // The JIT's code: the perf map names it.
+  // The entry starting last at or before ip; a few before it too, in case a
+  // small blob sits inside a larger one.
+  auto perf = std::upper_bound(perf_.begin(), perf_.end(), ip, [](uint64_t v, const PerfSym& s) { return v < s.start; });
+  for (int back = 0; back < 8 && perf != perf_.begin(); back++) {
+    --perf;
+    if (ip < perf->start + perf->size) return perf->name + "_[j]";
+  }
+  if (!m) return "[unknown]";
+  if (m->path.empty()) {
+    unresolved_jit_++;
+    return "[unknown JIT code]";
+  }
+  auto found = elves_.find(m->path);
+  if (found == elves_.end()) {
+    // Through an fd opened inside the target's root: a symlink the
+    // container planted on the way resolves there, not in ours.
+    std::unique_ptr<ElfSymbols> e;
+    std::string error;
+    int fd = root_fd_ >= 0 ? open_in_root(root_fd_, m->path, &error) : -1;
+    if (fd < 0) {
+      // A target chrooted inside its own mount namespace (unshare, then
+      // chroot into a directory with bind mounts): its maps text names the
+      // file from the namespace's root, which its /proc/PID/root does not
+      // lead back to.  map_files is the mapped file itself.
+      char range[64];
+      std::snprintf(range, sizeof range, "%" PRIx64 "-%" PRIx64, m->start, m->end);
+      fd = open(("/proc/" + std::to_string(pid_) + "/map_files/" + range).c_str(), O_RDONLY | O_CLOEXEC);
+    }
+    if (fd >= 0) {
+      e = std::make_unique<ElfSymbols>();
+      if (!e->load("/proc/self/fd/" + std::to_string(fd), &error, false)) e.reset();
+      close(fd);
+    }
+    found = elves_.emplace(m->path, std::move(e)).first;
+  }
+  const auto& elf = found->second;
+  char off[48];
+  const uint64_t file_off = ip - m->start + m->offset;
+  if (elf) {
+    // Shared objects map file offset o at vaddr o + (first PT_LOAD's vaddr).
+    const uint64_t vaddr = ip - elf->load_bias(m->start - m->offset);
+    std::string name = elf->function_at(vaddr);
+    if (!name.empty()) {
+      const std::string lib = base_name(m->path);
+      return lib.rfind("libjvm.so", 0) == 0 ? name : lib + "`" + name;
+    }
+  }
+  std::snprintf(off, sizeof off, "+0x%" PRIx64 "]", file_off);
+  return "[" + base_name(m->path) + off;
+}
+
+bool StackSymbolizer::load_perf_map() {
+  if (perf_rel_.empty()) return false;
+  // No symlink, a file of the JVM's user: whatever the target plants at
+  // this name cannot make root read a file it could not read itself.
+  struct stat st;
+  std::string problem;
+  const int fd = open_target_file(root_fd_, perf_rel_, uid_, 1ull << 30, &problem);
+  if (fd < 0) {
+    if (errno == ENOENT) return false;  // not written (yet)
+    if (problem != perf_problem_)
+      std::fprintf(stderr, "jvmtrace record: perf map: %s; JIT-compiled Java frames stay unnamed\n", problem.c_str());
+    perf_problem_ = problem;
+    return false;
+  }
+  perf_problem_.clear();
+  if (fstat(fd, &st) != 0) {
+    close(fd);
+    return false;
+  }
+  const uint64_t mtime = static_cast<uint64_t>(st.st_mtim.tv_sec) * 1000000000ull + st.st_mtim.tv_nsec;
+  if (mtime == perf_mtime_ns_ && static_cast<uint64_t>(st.st_size) == perf_size_) {
+    close(fd);
+    return false;
+  }
+  __gnu_cxx::stdio_filebuf<char> buf(fd, std::ios::in);  // owns fd
+  std::istream in(&buf);
+  std::vector<PerfSym> syms;
+  std::string line;
+  while (std::getline(in, line)) {
+    char* end = nullptr;
+    const uint64_t start = std::strtoull(line.c_str(), &end, 16);
+    if (!end || *end != ' ') continue;
+    char* end2 = nullptr;
+    const uint64_t size = std::strtoull(end + 1, &end2, 16);
+    if (!end2 || *end2 != ' ' || !size) continue;
+    syms.push_back({start, size, java_name(end2 + 1)});
+  }
+  std::sort(syms.begin(), syms.end(), [](const PerfSym& a, const PerfSym& b) { return a.start < b.start; });
+  perf_mtime_ns_ = mtime;
+  perf_size_ = static_cast<uint64_t>(st.st_size);
+  const bool changed = syms.size() != perf_.size() ||
+                       !std::equal(syms.begin(), syms.end(), perf_.begin(), [](const PerfSym& a, const PerfSym& b) {
+                         return a.start == b.start && a.size == b.size && a.name == b.name;
+                       });
+  perf_ = std::move(syms);
+  return changed;
+}
+
+bool StackSymbolizer::perf_map_fit_to_write(std::string* why) const {
+  if (perf_rel_.empty()) {
+    *why = "cannot find the target's root directory or user";
+    return false;
+  }
+  return target_file_fit_to_write(root_fd_, perf_rel_, uid_, why);
+}
+
+bool PerfMapRefresher::start(double timeout_s) {
+  if (op_.running()) return false;
+  last_start_ns_ = mono_ns();
+  // HotSpot opens the file with fopen("w") from VM code: a FIFO planted
+  // there would stall its attach listener (and, at exit, the whole VM at
+  // its last safepoint); a symlink would redirect the JVM's write.
+  std::string why;
+  if (!where_.perf_map_fit_to_write(&why)) {
+    why += ": the JVM is not asked to write its perf map";
+    if (problem_ != why) std::fprintf(stderr, "jvmtrace record: perf map: %s\n", why.c_str());
+    problem_ = why;
+    backoff_until_ns_ = mono_ns() + interval_ns_;
+    return false;
+  }
+  if (op_.start(pid_, "Compiler.perfmap", timeout_s)) return true;
+  finished();
+  return false;
+}
+
+bool PerfMapRefresher::finished() {
+  switch (op_.status()) {
+    case AttachStatus::kOk:
+      problem_.clear();
+      return true;
+    case AttachStatus::kNotReady:
+      // Asked again soon; said once.
+      soon_ = true;
+      if (!told_not_ready_)
+        std::fprintf(stderr, "jvmtrace record: perf map: %s; asking again until it does\n", op_.message().c_str());
+      told_not_ready_ = true;
+      problem_ = op_.message();
+      return false;
+    default:
+      // Not retried early: a refusal or a failure would only repeat.
+      if (problem_ != op_.message())
+        std::fprintf(stderr, "jvmtrace record: perf map: %s\n", op_.message().c_str());
+      problem_ = op_.message();
+      backoff_until_ns_ = mono_ns() + interval_ns_;
+      return false;
+  }
+}
+
+bool PerfMapRefresher::poll(uint64_t now_ns, bool soon) {
+  const bool done = op_.running() && op_.poll(false) && finished();
+  soon_ |= soon;
+  const uint64_t wait = soon_ ? std::min<uint64_t>(interval_ns_, 250000000) : interval_ns_;
+  if (!op_.running() && now_ns - last_start_ns_ >= wait && now_ns >= backoff_until_ns_) {
+    soon_ = false;
+    start(10);
+  }
+  return done;
+}
+
+void PerfMapRefresher::finish(double timeout_s) {
+  if (op_.running()) {
+    op_.poll(true);
+    finished();
+  }
+  if (timeout_s > 0) run_now(timeout_s);
+}
+
+bool PerfMapRefresher::run_now(double timeout_s) {
+  if (op_.running()) {
+    op_.poll(true);
+    finished();
+  }
+  if (!start(timeout_s)) return false;
+  op_.poll(true);
+  return finished();
+}
+
+}  // namespace jvmtrace

@@ -1,0 +1,149 @@
+#include "process/target.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <signal.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+
+namespace jvmtrace {
+
+std::string find_libjvm(pid_t pid) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  static const std::string kLib = "/libjvm.so";
+  while (std::getline(maps, line)) {
+    auto slash = line.find('/');
+    if (slash == std::string::npos || line.size() < kLib.size()) continue;
+    if (line.compare(line.size() - kLib.size(), kLib.size(), kLib) != 0) continue;
+    const std::string proc = "/proc/" + std::to_string(pid);
+    const std::string via_root = proc + "/root" + line.substr(slash);
+    if (::access(via_root.c_str(), F_OK) == 0) return via_root;
+    // The maps text names the file from the root of the target's mount
+    // namespace, which /proc/PID/root does not lead back to when the target
+    // also chrooted inside it (unshare, then chroot into a directory with
+    // bind mounts): then map_files, the mapped file itself.
+    const std::string mapped = proc + "/map_files/" + line.substr(0, line.find(' '));
+    if (::access(mapped.c_str(), F_OK) == 0) return mapped;
+    return via_root;  // what errors then name
+  }
+  return {};
+}
+
+uint64_t libjvm_map_start(pid_t pid) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  static const std::string kLib = "/libjvm.so";
+  while (std::getline(maps, line)) {
+    if (line.size() < kLib.size() || line.compare(line.size() - kLib.size(), kLib.size(), kLib) != 0) continue;
+    // start-end perms offset dev inode path
+    unsigned long long start = 0, end = 0, offset = 1;
+    char perms[8];
+    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx", &start, &end, perms, &offset) == 4 && offset == 0)
+      return start;
+  }
+  return 0;
+}
+
+uint64_t clock_ns(clockid_t c) {
+  timespec ts;
+  clock_gettime(c, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+}
+
+bool process_alive(pid_t pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string s((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  auto close = s.rfind(')');
+  return close != std::string::npos && close + 2 < s.size() && s[close + 2] != 'Z';
+}
+
+std::string read_process_memory(pid_t pid, uint64_t addr, size_t len) {
+  std::string buf(len, '\0');
+  iovec local{buf.data(), len};
+  iovec remote{reinterpret_cast<void*>(addr), len};
+  ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+  if (n <= 0) return {};
+  buf.resize(static_cast<size_t>(n));
+  return buf;
+}
+
+std::string read_process_string(pid_t pid, uint64_t addr, size_t max, bool* terminated) {
+  std::string out;
+  if (terminated) *terminated = false;
+  while (out.size() < max) {
+    const size_t step = std::min<size_t>(64, max - out.size());
+    std::string chunk = read_process_memory(pid, addr + out.size(), step);
+    if (chunk.empty()) break;
+    const size_t nul = chunk.find('\0');
+    if (nul != std::string::npos) {
+      if (terminated) *terminated = true;
+      return out + chunk.substr(0, nul);
+    }
+    out += chunk;
+  }
+  return out;
+}
+
+std::string thread_name(pid_t pid, uint32_t tid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm");
+  std::string s;
+  std::getline(f, s);
+  return s;
+}
+
+std::string process_cmdline(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline");
+  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  while (!s.empty() && s.back() == '\0') s.pop_back();
+  for (char& c : s)
+    if (c == '\0') c = ' ';
+  return s;
+}
+
+std::set<std::string> usdt_probe_names(const std::string& elf_path, const std::string& provider) {
+  std::set<std::string> names;
+  if (elf_version(EV_CURRENT) == EV_NONE) return names;
+  int fd = open(elf_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return names;
+  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
+  size_t shstrndx = 0;
+  if (elf && elf_getshdrstrndx(elf, &shstrndx) == 0) {
+    for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn));) {
+      GElf_Shdr sh;
+      if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE) continue;
+      const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
+      if (!name || std::strcmp(name, ".note.stapsdt") != 0) continue;
+      Elf_Data* data = elf_getdata(scn, nullptr);
+      GElf_Nhdr nh;
+      size_t off = 0, name_off, desc_off;
+      while (data && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+        // desc: pc, base, semaphore (3 addresses of 8 bytes), then "provider\0name\0args\0"
+        if (nh.n_type != 3 || nh.n_descsz <= 24) continue;
+        const char* desc = static_cast<const char*>(data->d_buf) + desc_off + 24;
+        const size_t left = nh.n_descsz - 24;
+        const size_t plen = strnlen(desc, left);
+        if (plen != provider.size() || provider.compare(0, plen, desc, plen) != 0 || plen + 1 >= left) continue;
+        names.emplace(desc + plen + 1, strnlen(desc + plen + 1, left - plen - 1));
+      }
+    }
+  }
+  if (elf) elf_end(elf);
+  close(fd);
+  return names;
+}
+
+bool has_usdt_provider(const std::string& elf_path, const std::string& provider) {
+  return !usdt_probe_names(elf_path, provider).empty();
+}
+
+}  // namespace jvmtrace

@@ -1,0 +1,49 @@
+// The traced process: where its libjvm.so is, whether it still runs, and
+// reading its memory.
+#pragma once
+#include <sys/types.h>
+#include <time.h>
+
+#include <cstdint>
+#include <set>
+#include <string>
+
+namespace jvmtrace {
+
+// The libjvm.so that PID has mapped, as a path reachable from here: through
+// /proc/PID/root, so a JVM in another mount namespace (a container) works.
+// Empty if PID maps none (not a JVM) or its maps cannot be read.
+std::string find_libjvm(pid_t pid);
+
+// Where PID mapped offset 0 of its libjvm.so (the base for symbol
+// addresses); 0 if it maps none.
+uint64_t libjvm_map_start(pid_t pid);
+
+// True while PID exists (a zombie counts as gone).
+bool process_alive(pid_t pid);
+
+// Clock c (CLOCK_MONOTONIC: the clock of bpf_ktime_get_ns() and of the
+// VM's os::javaTimeNanos()) in nanoseconds.
+uint64_t clock_ns(clockid_t c);
+
+// Up to len bytes at addr in PID's memory; empty on failure.
+std::string read_process_memory(pid_t pid, uint64_t addr, size_t len);
+
+// A NUL-terminated string at addr in PID's memory, at most max bytes; empty
+// on failure.  Reads in small steps so a string near the end of a mapping works.
+// *terminated (if given): its NUL was read, so "" is an empty string, not a failure.
+std::string read_process_string(pid_t pid, uint64_t addr, size_t max, bool* terminated = nullptr);
+
+// A thread's name (/proc/PID/task/TID/comm); empty if it is gone.
+std::string thread_name(pid_t pid, uint32_t tid);
+
+// The command line, arguments separated by spaces; empty if unreadable.
+std::string process_cmdline(pid_t pid);
+
+// True if the ELF file declares USDT probes of this provider (.note.stapsdt).
+bool has_usdt_provider(const std::string& elf_path, const std::string& provider);
+// The names of provider's probes in elf_path's .note.stapsdt (empty if none,
+// or the file cannot be read).
+std::set<std::string> usdt_probe_names(const std::string& elf_path, const std::string& provider);
+
+}  // namespace jvmtrace

@@ -1,4 +1,0 @@
-#pragma once
-namespace jvmtrace {
-int record_command(int argc, char** argv);
-}

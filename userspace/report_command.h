@@ -1,4 +1,0 @@
-#pragma once
-namespace jvmtrace {
-int report_command(int argc, char** argv);
-}

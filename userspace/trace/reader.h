@@ -1,0 +1,77 @@
+// Reading a trace file, block by block.  Every block is checked (magic,
+// sequence number, length, CRC32C, records) before any of its records is
+// handed out, so a cut or damaged file yields exactly its intact prefix and
+// a status that says where and why it stopped.  Never reads out of bounds.
+#pragma once
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "trace/codec.h"
+
+namespace jvmtrace::trace {
+
+struct ReadStatus {
+  enum Kind {
+    kComplete,   // ends with an end record and nothing after it
+    kNoEnd,      // every block intact but no end record: the recorder was killed
+    kTruncated,  // the last block is cut off (offset: where it starts)
+    kCorrupt,    // a block fails its checks (offset: the block, or the bad record)
+  } kind = kComplete;
+  uint64_t offset = 0;
+  std::string what;
+  std::string describe() const;  // one line for a person
+};
+
+struct ThreadInfo {
+  uint32_t tid;
+  std::string name;
+};
+
+class TraceReader {
+ public:
+  ~TraceReader();
+
+  // Opens path and checks the file header; false with *error otherwise.
+  bool open(const std::string& path, std::string* error);
+  // The same over bytes in memory (tests, the fuzzer); data must outlive reads.
+  bool open_memory(const uint8_t* data, size_t size, std::string* error);
+
+  // Calls fn for every record of every intact block, in file order, the
+  // tables (threads(), classes(), strings(), meta()) already holding every
+  // definition up to that record.  block_offset is the record's block.
+  using RecordFn = std::function<void(const Record& r, uint64_t block_offset)>;
+  ReadStatus read(const RecordFn& fn);
+
+  const std::vector<ThreadInfo>& threads() const { return threads_; }
+  const std::vector<std::string>& classes() const { return classes_; }
+  const std::vector<std::string>& strings() const { return strings_; }
+  const std::vector<std::vector<uint64_t>>& stacks() const { return stacks_; }  // string ids, leaf first
+  const std::string& meta() const { return meta_; }
+  // The value of key in the meta record ("" if absent), unescaped.
+  std::string meta_value(const std::string& key) const;
+  // Every (key, value) of the meta record in order, values unescaped.
+  const std::vector<std::pair<std::string, std::string>>& meta_fields() const { return meta_fields_; }
+  uint64_t blocks() const { return blocks_; }
+  uint64_t size() const { return size_; }
+
+ private:
+  // Up to n bytes at the current position; fewer only at the end of input.
+  size_t fetch(uint8_t* dst, size_t n);
+  bool check_record(const Record& r, std::string* why) const;
+
+  FILE* file_ = nullptr;
+  const uint8_t* mem_ = nullptr;
+  size_t mem_size_ = 0, mem_pos_ = 0;
+  uint64_t size_ = 0, blocks_ = 0;
+  uint32_t version_ = kVersion;  // the file's format version
+  std::vector<ThreadInfo> threads_;
+  std::vector<std::string> classes_, strings_;
+  std::vector<std::vector<uint64_t>> stacks_;
+  std::string meta_;
+  std::vector<std::pair<std::string, std::string>> meta_fields_;
+};
+
+}  // namespace jvmtrace::trace
