@@ -1,6 +1,6 @@
 /* Kernel/user boundary of the event stream (`jvmtrace record`): one
  * fixed-width record per jvmtrace probe hit, sent through a BPF ring buffer.
- * Shared by bpf/jvmtrace_record.bpf.c and userspace/record_command.cpp; the
+ * Shared by bpf/jvmtrace_record.bpf.c and userspace/cli/record.cpp; the
  * probe numbering, also used by the raw stream and the trace file, follows
  * usdt/jvmtrace.d's order. */
 #ifndef JVMTRACE_EVENTS_H
@@ -9,6 +9,9 @@
 #ifndef __VMLINUX_H__ /* user space; BPF programs get these from vmlinux.h */
 #include <linux/types.h>
 #endif
+/* The contract's values (slow-path outcome, GC, pause and PLAB kinds) and
+ * the batch records' layouts: usdt/jvmtrace_abi.h, shared with the VM. */
+#include "jvmtrace_abi.h"
 
 enum jt_probe {
 	JT_TLAB_REFILL = 0,
@@ -68,48 +71,19 @@ struct jt_event {
 #define JT_PAUSE_EVENT_SIZE (JT_EVENT_SIZE(6) + JT_PAUSE_NAME_MAX)
 
 /* plab__batch: args[] = records' address, count, record_bytes; then the
- * records' bytes, up to JT_PLAB_BATCH_MAX_BYTES (a batch larger than that
- * is cut, and the records cut are counted as dropped).  The layout of one
- * record, usdt/jvmtrace.d's; a reader steps by record_bytes (fields are only
- * ever appended). */
-struct jt_plab_record {
-	__u64 ts_ns;            /* CLOCK_MONOTONIC */
-	__u64 address;          /* PLAB start, or the copied object */
-	__u64 bytes;            /* PLAB size, or the object's size */
-	__u64 used_bytes;       /* retire: used (wasted = bytes - used_bytes) */
-	__u32 gc_id;
-	__s32 tid;
-	__u8 kind;              /* enum jt_plab_record_kind */
-	__u8 dest;              /* 0 young/survivor, 1 old */
-	__u8 pad[6];
-};
-enum jt_plab_record_kind { JT_PLAB_REC_ALLOC = 0, JT_PLAB_REC_RETIRE = 1, JT_PLAB_REC_DIRECT = 2 };
-#define JT_PLAB_RECORD_BYTES 48
+ * records' bytes (struct jvmtrace_plab_record each), up to
+ * JT_PLAB_BATCH_MAX_BYTES (a batch larger than that is cut, and the records
+ * cut are counted as dropped).  A reader steps by record_bytes (fields are
+ * only ever appended). */
 #define JT_PLAB_BATCH_MAX_BYTES (16 << 10)
 #define JT_PLAB_BATCH_EVENT_SIZE (JT_EVENT_SIZE(3) + JT_PLAB_BATCH_MAX_BYTES)
 
-/* alloc__batch: as plab__batch, with records of this layout
- * (usdt/jvmtrace.d's); the VM sends at most 128 a batch. */
-struct jt_alloc_record {
-	__u64 start_ns;            /* CLOCK_MONOTONIC at slow-path entry; 0: not measured */
-	__u64 end_ns;              /* CLOCK_MONOTONIC at its end */
-	__u64 address;
-	__u64 alloc_bytes;
-	__u64 tlab_bytes;          /* outcomes 1 and 3 */
-	__u64 retired_waste_bytes; /* outcomes 1 and 3 */
-	__u64 class_name;          /* the name's address (not NUL-terminated) */
-	__u32 gcs;
-	__s32 tid;                 /* the allocating thread */
-	__u32 class_name_len;
-	__u8 outcome;              /* alloc__slow__exit's */
-	__u8 pad[3];
-};
-#define JT_ALLOC_RECORD_BYTES 72
+/* alloc__batch: as plab__batch, with struct jvmtrace_alloc_record records;
+ * the VM sends at most 128 a batch. */
 #define JT_ALLOC_BATCH_MAX_BYTES (16 << 10)
 #define JT_ALLOC_BATCH_EVENT_SIZE (JT_EVENT_SIZE(3) + JT_ALLOC_BATCH_MAX_BYTES)
-#ifdef __cplusplus
-static_assert(sizeof(struct jt_plab_record) == JT_PLAB_RECORD_BYTES, "plab__batch's record");
-static_assert(sizeof(struct jt_alloc_record) == JT_ALLOC_RECORD_BYTES, "alloc__batch's record");
-#endif
+
+JVMTRACE_ABI_ASSERT(sizeof(struct jt_event) == 16 + 8 * (JT_KEVENT_MAX_ARGS + 1), "jt_event");
+JVMTRACE_ABI_ASSERT(JVMTRACE_ABI_OFFSET(jt_event, args) == 16, "jt_event: args");
 
 #endif /* JVMTRACE_EVENTS_H */

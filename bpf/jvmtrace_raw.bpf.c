@@ -98,7 +98,7 @@ static __always_inline struct jt_raw_event *record_event(__u32 probe, __u32 tid)
 static long raw_plab_record(__u32 i, void *ctx)
 {
 	struct batch_walk *w = ctx;
-	struct jt_plab_record r;
+	struct jvmtrace_plab_record r;
 	struct jt_raw_event *e;
 
 	if (bpf_probe_read_user(&r, sizeof(r), (void *)(w->records + (__u64)i * w->step)))
@@ -140,13 +140,13 @@ static __always_inline int raw_batch(struct pt_regs *ctx, __u32 kind, __u64 reco
 
 SEC("usdt") int plab__batch(struct pt_regs *ctx)
 {
-	return raw_batch(ctx, JT_K_PLAB_BATCH, sizeof(struct jt_plab_record), raw_plab_record);
+	return raw_batch(ctx, JT_K_PLAB_BATCH, sizeof(struct jvmtrace_plab_record), raw_plab_record);
 }
 
 static long raw_alloc_record(__u32 i, void *ctx)
 {
 	struct batch_walk *w = ctx;
-	struct jt_alloc_record r;
+	struct jvmtrace_alloc_record r;
 	struct jt_raw_event *e;
 	__u32 len;
 
@@ -176,5 +176,5 @@ static long raw_alloc_record(__u32 i, void *ctx)
 
 SEC("usdt") int alloc__batch(struct pt_regs *ctx)
 {
-	return raw_batch(ctx, JT_K_ALLOC_BATCH, sizeof(struct jt_alloc_record), raw_alloc_record);
+	return raw_batch(ctx, JT_K_ALLOC_BATCH, sizeof(struct jvmtrace_alloc_record), raw_alloc_record);
 }

@@ -1,6 +1,6 @@
 /* Kernel/user boundary of the raw probe stream: one record per jvmtrace
  * probe hit, carrying every argument exactly as fired.  Shared by
- * bpf/jvmtrace_raw.bpf.c and userspace/jvmtrace_rawdump.cpp; fixed-width
+ * bpf/jvmtrace_raw.bpf.c and userspace/tools/jvmtrace_rawdump.cpp; fixed-width
  * types only.  Probe numbering follows usdt/jvmtrace.d's order. */
 #ifndef JVMTRACE_RAW_H
 #define JVMTRACE_RAW_H
@@ -24,5 +24,7 @@ struct jt_raw_event {
 	__s64 args[JT_RAW_MAX_ARGS];    /* bpf_usdt_arg(): sign-extended per the note */
 	char str[2][JT_RAW_STR_MAX];    /* string arguments, in argument order */
 };
+
+JVMTRACE_ABI_ASSERT(sizeof(struct jt_raw_event) == 16 + 8 * JT_RAW_MAX_ARGS + 2 * JT_RAW_STR_MAX, "jt_raw_event");
 
 #endif /* JVMTRACE_RAW_H */

@@ -17,13 +17,13 @@ static __always_inline long arg(struct pt_regs *ctx, int i)
 	return v;
 }
 
-/* A slow path ended with this outcome (usdt/jvmtrace.d's numbers). */
+/* A slow path ended with this outcome (enum jvmtrace_slow_outcome). */
 static __always_inline void count_slow_path(__u32 outcome)
 {
 	count(JT_C_SLOW_PATHS, 1);
-	if (outcome == 0)
+	if (outcome == JVMTRACE_SLOW_FAILED)
 		count(JT_C_SLOW_FAILED, 1);
-	if (outcome == 3 || outcome == 4)
+	if (jvmtrace_slow_after_gc(outcome))
 		count(JT_C_SLOW_AFTER_GC, 1);
 }
 
@@ -60,7 +60,7 @@ int alloc__slow__exit(struct pt_regs *ctx)
 	__u32 outcome = arg(ctx, 2);
 
 	count_slow_path(outcome);
-	if (outcome == 2 || outcome == 4)
+	if (jvmtrace_slow_outside_tlab(outcome))
 		stat_outside(current_tid(), arg(ctx, 1), s ? s->class_key : 0, s ? s->name_len : 0);
 	/* Without its enter (attached mid-slow-path, or the enter not
 	 * remembered) there is no latency: counted. */
@@ -142,9 +142,9 @@ static __always_inline void stat_slow_path(__u32 tid, __u32 outcome, __u64 alloc
 					   __u64 duration_ns)
 {
 	count_slow_path(outcome);
-	if (outcome == 1 || outcome == 3)
+	if (jvmtrace_slow_new_tlab(outcome))
 		stat_tlab_refill(tid, tlab_bytes, waste, class_key, name_len);
-	else if (outcome == 2 || outcome == 4)
+	else if (jvmtrace_slow_outside_tlab(outcome))
 		stat_outside(tid, alloc_bytes, class_key, name_len);
 	if (start_ns)
 		hist(JT_H_SLOW_US, duration_ns / 1000);
@@ -192,20 +192,20 @@ static __always_inline void *batch_record(void *ctx, __u32 i, __u64 size)
 
 static long plab_record(__u32 i, void *ctx)
 {
-	struct jt_plab_record *r = batch_record(ctx, i, sizeof(*r));
+	struct jvmtrace_plab_record *r = batch_record(ctx, i, sizeof(*r));
 
 	if (!r)
 		return 1;
 	switch (r->kind) {
-	case JT_PLAB_REC_ALLOC:
+	case JVMTRACE_PLAB_REC_ALLOC:
 		count(JT_C_PLABS, 1);
 		count(JT_C_PLAB_BYTES, r->bytes);
 		hist(JT_H_PLAB_BYTES, r->bytes);
 		break;
-	case JT_PLAB_REC_RETIRE:
+	case JVMTRACE_PLAB_REC_RETIRE:
 		count(JT_C_PLAB_WASTE_BYTES, r->bytes - r->used_bytes);
 		break;
-	case JT_PLAB_REC_DIRECT:
+	case JVMTRACE_PLAB_REC_DIRECT:
 		count(JT_C_PROMOTED_DIRECT, 1);
 		count(JT_C_PROMOTED_DIRECT_BYTES, r->bytes);
 		break;
@@ -251,7 +251,7 @@ SEC("usdt")
 int plab__batch(struct pt_regs *ctx)
 {
 	struct batch_walk w;
-	__u32 n = copy_batch(ctx, &w, sizeof(struct jt_plab_record), JT_C_PLAB_BATCHES, JT_C_PLAB_RECORDS_LOST);
+	__u32 n = copy_batch(ctx, &w, sizeof(struct jvmtrace_plab_record), JT_C_PLAB_BATCHES, JT_C_PLAB_RECORDS_LOST);
 
 	bpf_loop(n, plab_record, &w, 0);
 	return 0;
@@ -269,7 +269,7 @@ __u64 drained_ns = 0;
 
 static long alloc_record(__u32 i, void *ctx)
 {
-	struct jt_alloc_record *r = batch_record(ctx, i, sizeof(*r));
+	struct jvmtrace_alloc_record *r = batch_record(ctx, i, sizeof(*r));
 
 	if (!r)
 		return 1;
@@ -287,7 +287,7 @@ SEC("usdt")
 int alloc__batch(struct pt_regs *ctx)
 {
 	struct batch_walk w;
-	__u32 n = copy_batch(ctx, &w, sizeof(struct jt_alloc_record), JT_C_ALLOC_BATCHES, JT_C_ALLOC_RECORDS_LOST);
+	__u32 n = copy_batch(ctx, &w, sizeof(struct jvmtrace_alloc_record), JT_C_ALLOC_BATCHES, JT_C_ALLOC_RECORDS_LOST);
 
 	bpf_loop(n, alloc_record, &w, 0);
 	return 0;

@@ -7,6 +7,7 @@
 #ifndef __VMLINUX_H__ /* user space; BPF programs get these from vmlinux.h */
 #include <linux/types.h>
 #endif
+#include "jvmtrace_abi.h" /* JVMTRACE_ABI_ASSERT */
 
 #define JT_HIST_SLOTS 40 /* log2 slots: slot k counts values in [2^k, 2^(k+1)); 0 counts 0 and 1 */
 
@@ -97,5 +98,10 @@ struct jt_new_key {
 	__u32 kind;              /* enum jt_key_kind */
 	__u32 name_len;          /* classes: the name's length */
 };
+
+JVMTRACE_ABI_ASSERT(sizeof(struct jt_hist_val) == 8 * (JT_HIST_SLOTS + 1), "jt_hist_val");
+JVMTRACE_ABI_ASSERT(sizeof(struct jt_thread_val) == 32, "jt_thread_val");
+JVMTRACE_ABI_ASSERT(sizeof(struct jt_class_val) == 40, "jt_class_val");
+JVMTRACE_ABI_ASSERT(sizeof(struct jt_new_key) == 16, "jt_new_key");
 
 #endif /* JVMTRACE_STAT_H */

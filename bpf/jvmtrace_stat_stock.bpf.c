@@ -15,8 +15,8 @@ const volatile __u64 klass_name_off = 0;
 const volatile __u64 symbol_length_off = 0;
 const volatile __u64 symbol_body_off = 0;
 
-/* A GC tracer object's vtable pointer -> the collection kind (0 young,
- * 1 full, 2 concurrent), filled by user space from libjvm's vtable symbols. */
+/* A GC tracer object's vtable pointer -> the collection kind (enum
+ * jvmtrace_gc_kind), filled by user space from libjvm's vtable symbols. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 64);
@@ -59,6 +59,6 @@ int BPF_KPROBE(report_gc_end, __u64 tracer)
 
 	bpf_probe_read_user(&vptr, sizeof(vptr), (void *)tracer);
 	kind = bpf_map_lookup_elem(&tracer_kinds, &vptr);
-	stat_gc_end(tracer, kind ? *kind : 2);
+	stat_gc_end(tracer, kind ? *kind : JVMTRACE_GC_CONCURRENT);
 	return 0;
 }

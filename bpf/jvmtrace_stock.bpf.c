@@ -66,7 +66,7 @@ int BPF_KPROBE(send_allocation_outside_tlab, __u64 klass, __u64 obj, __u64 alloc
 	e->ts_ns = ts;
 	e->args[0] = obj;
 	e->args[1] = alloc_bytes;
-	e->args[2] = 2; /* outside TLAB (whether a GC came first is not known) */
+	e->args[2] = JVMTRACE_SLOW_OUTSIDE_TLAB; /* whether a GC came first is not known */
 	e->args[3] = 0;
 	event_submit(e, false);
 	return 0;

@@ -8,6 +8,7 @@
 #include "bits.bpf.h"
 #include "maps.bpf.h"
 #include "jvmtrace_stat.h"
+#include "jvmtrace_abi.h"
 
 #define MAX_THREADS 16384
 #define MAX_CLASSES 16384
@@ -188,7 +189,7 @@ static __always_inline void stat_gc_start(__u64 key)
 		count(JT_C_GC_INFLIGHT_FULL, 1);
 }
 
-/* kind: 0 young, 1 full, 2 concurrent (as gc__end's argument). */
+/* kind: enum jvmtrace_gc_kind (gc__end's argument). */
 static __always_inline void stat_gc_end(__u64 key, __u32 kind)
 {
 	__u64 *start = bpf_map_lookup_elem(&gc_inflight, &key);
@@ -198,7 +199,7 @@ static __always_inline void stat_gc_end(__u64 key, __u32 kind)
 		count(JT_C_GC_END_UNPAIRED, 1);
 		return;
 	}
-	hist(kind == 0 ? JT_H_GC_YOUNG_US : kind == 1 ? JT_H_GC_FULL_US : JT_H_CONCURRENT_US,
+	hist(kind == JVMTRACE_GC_YOUNG ? JT_H_GC_YOUNG_US : kind == JVMTRACE_GC_FULL ? JT_H_GC_FULL_US : JT_H_CONCURRENT_US,
 	     (bpf_ktime_get_ns() - *start) / 1000);
 	bpf_map_delete_elem(&gc_inflight, &key);
 }
@@ -216,19 +217,19 @@ static __always_inline void stat_pause_start(__u32 gc_id, __u32 kind)
 		count(JT_C_GC_INFLIGHT_FULL, 1);
 }
 
-/* kind: 0 young, 1 full, 2 remark, 3 cleanup. */
+/* kind: enum jvmtrace_pause_kind. */
 static __always_inline void stat_pause_end(__u32 gc_id, __u32 kind)
 {
 	__u64 key = PAUSE_KEY(gc_id, kind);
 	__u64 *start = bpf_map_lookup_elem(&gc_inflight, &key);
 
 	count(JT_C_PAUSES, 1);
-	if (!start || kind > 3) {
+	if (!start || kind >= JVMTRACE_PAUSE_KIND_COUNT) {
 		count(JT_C_PAUSE_END_UNPAIRED, 1);
 		return;
 	}
-	hist(kind == 0 ? JT_H_PAUSE_YOUNG_US : kind == 1 ? JT_H_PAUSE_FULL_US :
-	     kind == 2 ? JT_H_PAUSE_REMARK_US : JT_H_PAUSE_CLEANUP_US,
+	hist(kind == JVMTRACE_PAUSE_YOUNG ? JT_H_PAUSE_YOUNG_US : kind == JVMTRACE_PAUSE_FULL ? JT_H_PAUSE_FULL_US :
+	     kind == JVMTRACE_PAUSE_REMARK ? JT_H_PAUSE_REMARK_US : JT_H_PAUSE_CLEANUP_US,
 	     (bpf_ktime_get_ns() - *start) / 1000);
 	bpf_map_delete_elem(&gc_inflight, &key);
 }

@@ -3,7 +3,8 @@
 #   libbpf skeleton NAME.skel.h with bpftool, and defines the INTERFACE
 #   target NAME_skel (include it, link libbpf) -- after libbpf-bootstrap's
 #   FindBpfObject.cmake.  HEADERS (the shared kernel/user headers) are
-#   dependencies, so the skeleton is rebuilt when they change.
+#   dependencies, so the skeleton is rebuilt when they change; so is
+#   usdt/jvmtrace_abi.h, on the include path of every program.
 #
 # vmlinux.h policy: generated once per build tree from the build machine's
 # /sys/kernel/btf/vmlinux (bpftool btf dump).  CO-RE relocations make the
@@ -43,12 +44,14 @@ function(bpf_object name src)
   foreach(h ${ARGN})
     list(APPEND deps ${CMAKE_CURRENT_SOURCE_DIR}/${h})
   endforeach()
+  # The contract's values and records, which every program may use.
+  list(APPEND deps ${PROJECT_SOURCE_DIR}/usdt/jvmtrace_abi.h)
   add_custom_command(
     OUTPUT ${obj}
     # -idirafter: asm/ headers (errno.h) that bpf/usdt.bpf.h pulls in live in
     # the multiarch directory, which -target bpf does not search.
     COMMAND ${BPF_CLANG} -g -O2 -Wall -target bpf -D__TARGET_ARCH_x86
-            -I${BPF_GEN_DIR} -I${CMAKE_CURRENT_SOURCE_DIR}
+            -I${BPF_GEN_DIR} -I${CMAKE_CURRENT_SOURCE_DIR} -I${PROJECT_SOURCE_DIR}/usdt
             -idirafter /usr/include/x86_64-linux-gnu
             -c ${CMAKE_CURRENT_SOURCE_DIR}/${src} -o ${obj}
     DEPENDS ${deps} ${VMLINUX_H}
@@ -62,6 +65,6 @@ function(bpf_object name src)
   add_dependencies(${name}_skel_gen bpf_vmlinux_h)
   add_library(${name}_skel INTERFACE)
   add_dependencies(${name}_skel ${name}_skel_gen)
-  target_include_directories(${name}_skel INTERFACE ${BPF_GEN_DIR} ${CMAKE_CURRENT_SOURCE_DIR})
+  target_include_directories(${name}_skel INTERFACE ${BPF_GEN_DIR} ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/usdt)
   target_link_libraries(${name}_skel INTERFACE PkgConfig::LIBBPF)
 endfunction()

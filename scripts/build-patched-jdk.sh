@@ -45,6 +45,7 @@ CONFIGURE_FLAGS=(--enable-dtrace --with-jvm-variants=server --with-debug-level=r
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
 contract=$repo/usdt/jvmtrace.d
+abi=$repo/usdt/jvmtrace_abi.h           # the contract's values: utilities/jvmtraceAbi.h in the tree
 shared_dir=$repo/usdt/hotspot/shared     # new files, the same for every release
 
 cache=${JVMTRACE_CACHE:-/var/cache/jvmtrace}
@@ -118,7 +119,7 @@ trixie_root=$cache/trixie-root-$root_key
 # The cache key: everything that decides the bytes of an image.
 base_key=$(echo "$SRC_PKG $SRC_VERSION ${CONFIGURE_FLAGS[*]} recipe=$RECIPE" | sha256sum | cut -c1-12)
 [ "$IN_ROOT" = 1 ] && base_key=$(echo "$base_key root=$root_key" | sha256sum | cut -c1-12)
-patched_key=$( { echo "$base_key"; cat "$patch_file" "$contract" 2>/dev/null; \
+patched_key=$( { echo "$base_key"; cat "$patch_file" "$contract" "$abi" 2>/dev/null; \
                  find "$shared_dir" -type f | LC_ALL=C sort | xargs cat; } | sha256sum | cut -c1-12)
 # fastdebug: the patched tree configured a second time (its own CONF) with
 # the debug level changed.
@@ -397,7 +398,7 @@ switch_tree_to() {
   fi
   if [ "$variant" != unpatched ]; then
     [ -f "$patch_file" ] || die "there is no patch for JDK $jdk ($patch_file)"
-    log "applying usdt/hotspot/jdk$jdk.patch and usdt/hotspot/shared/"
+    log "applying usdt/hotspot/jdk$jdk.patch, usdt/hotspot/shared/ and usdt/jvmtrace_abi.h"
     # --forward: a hunk that looks already applied fails instead of being
     # silently reversed (--batch alone would reverse it).
     (cd "$tree" && patch -p1 --forward --quiet --batch --dry-run < "$patch_file" >/dev/null) \
@@ -407,6 +408,8 @@ switch_tree_to() {
     while read -r f; do
       install -D -m 0644 "$shared_dir/$f" "$tree/src/hotspot/share/$f"
     done < "$applied_shared"
+    install -m 0644 "$abi" "$tree/src/hotspot/share/utilities/jvmtraceAbi.h"
+    echo utilities/jvmtraceAbi.h >> "$applied_shared"
     cp "$contract" "$tree/src/hotspot/os/posix/dtrace/jvmtrace.d"
     cp "$patch_file" "$applied_patch"
     echo "$want" > "$applied"

@@ -14,7 +14,7 @@ mkdir -p "$dir/corpus"
 for seed in "$@"; do cp "$seed" "$dir/corpus/"; done
 u=$repo/userspace
 clang++-14 -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -I"$u" -I"$repo/bpf" "$repo/tests/fuzz/trace_reader_fuzz.cpp" \
+  -I"$u" -I"$repo/bpf" -I"$repo/usdt" -I"$repo/tests" "$repo/tests/fuzz/trace_reader_fuzz.cpp" \
   "$u/trace/crc32c.cpp" "$u/trace/codec.cpp" "$u/trace/reader.cpp" -o "$dir/trace_reader_fuzz"
 cd "$dir"
 echo "fuzzing the trace reader for ${seconds}s ($(ls corpus | wc -l) seeds)" >&2

@@ -7,7 +7,7 @@
 #   scripts/install-deps.sh --bench      # also the benchmarks' programs (bench/)
 set -euo pipefail
 
-runtime=(build-essential cmake pkg-config clang llvm libclang-rt-14-dev libbpf-dev libelf-dev zlib1g-dev
+runtime=(build-essential cmake pkg-config clang llvm libclang-rt-14-dev libbpf-dev libelf-dev zlib1g-dev nlohmann-json3-dev
          bpftool bpftrace systemtap-sdt-dev binutils bc
          openjdk-17-jdk-headless python3 python3-pytest
          chromium python3-pil)  # chromium, python3-pil: the HTML report's rendering test

@@ -3,7 +3,10 @@ USDT fixture binary, and helpers that run a traced target end to end.
 
 These tests need root, eBPF and the patched JDK; they fail (never skip) when
 those are missing, with the reason, because CI runs them as root on a machine
-that has all three (`scripts/test.sh` builds what is missing first).
+that has all three (`scripts/test.sh` builds what is missing first).  Those
+marked `no_root` (the trace format, the probe contract's texts and the
+fixture's notes) need none of it: `python3 -m pytest -m no_root` runs them as
+any user.
 """
 import os
 import subprocess
@@ -16,9 +19,16 @@ from helpers import REPO, run_checked
 BUILD_DIR = Path(os.environ.get("JVMTRACE_BUILD_DIR", REPO / "build"))
 
 
-def pytest_sessionstart(session):
-    if os.geteuid() != 0:
-        raise pytest.UsageError("jvmtrace tests attach eBPF programs: run them as root")
+def pytest_configure(config):
+    config.addinivalue_line("markers", "no_root: needs neither root, eBPF nor a JVM (runs as any user)")
+
+
+@pytest.fixture(autouse=True)
+def _root_unless_marked(request):
+    """Every test but the `no_root` ones attaches eBPF: as another user it
+    fails with the reason (CI runs as root: nothing is skipped there)."""
+    if os.geteuid() != 0 and request.node.get_closest_marker("no_root") is None:
+        pytest.fail("this test attaches eBPF programs: run it as root (or select -m no_root)")
 
 
 # The release lines the JVM tests run on (JVMTRACE_JDKS="17,21,25" by

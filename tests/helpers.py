@@ -214,6 +214,35 @@ def contract_probes(path=REPO / "usdt/jvmtrace.d"):
 TYPE_NOTE_SIZE = {"int32_t": -4, "uint32_t": 4, "uint64_t": 8, "const char*": 8}
 
 
+def abi_enums(path=REPO / "usdt/jvmtrace_abi.h"):
+    """{enum_name: {ENUMERATOR: value}} from the ABI header, the one
+    declaration of the contract's values (the VM, BPF and user space compile
+    it).  Every enumerator has an explicit value there, except *_COUNT."""
+    text = re.sub(r"/\*.*?\*/", "", Path(path).read_text(), flags=re.S)
+    enums = {}
+    for m in re.finditer(r"enum (\w+) \{(.*?)\};", text, flags=re.S):
+        values = {}
+        for e in m.group(2).split(","):
+            e = e.strip()
+            if not e:
+                continue
+            em = re.fullmatch(r"(\w+)\s*=\s*(\d+)", e)
+            if em:
+                values[em.group(1)] = int(em.group(2))
+            else:
+                assert e.endswith("_COUNT"), f"{path}: {e} has no explicit value"
+                values[e] = max(values.values()) + 1
+        enums[m.group(1)] = values
+    return enums
+
+
+ABI = {k: v for values in abi_enums().values() for k, v in values.items()}
+SLOW_FAILED = ABI["JVMTRACE_SLOW_FAILED"]
+SLOW_NEW_TLAB = (ABI["JVMTRACE_SLOW_NEW_TLAB"], ABI["JVMTRACE_SLOW_NEW_TLAB_AFTER_GC"])
+SLOW_OUTSIDE_TLAB = (ABI["JVMTRACE_SLOW_OUTSIDE_TLAB"], ABI["JVMTRACE_SLOW_OUTSIDE_TLAB_AFTER_GC"])
+SLOW_AFTER_GC = (ABI["JVMTRACE_SLOW_NEW_TLAB_AFTER_GC"], ABI["JVMTRACE_SLOW_OUTSIDE_TLAB_AFTER_GC"])
+
+
 def note_arg_size(arg):
     """'-4@%ecx' -> -4 (signed 4 bytes)."""
     return int(arg.split("@", 1)[0])
@@ -304,7 +333,9 @@ def parse_gc_pauses(text, since_s=0.0):
 
 def pause_kind_of(title):
     """The probes' pause kind of a logged pause title."""
-    for prefix, kind in (("Pause Young", 0), ("Pause Full", 1), ("Pause Remark", 2), ("Pause Cleanup", 3)):
+    for prefix, kind in (("Pause Young", ABI["JVMTRACE_PAUSE_YOUNG"]), ("Pause Full", ABI["JVMTRACE_PAUSE_FULL"]),
+                         ("Pause Remark", ABI["JVMTRACE_PAUSE_REMARK"]),
+                         ("Pause Cleanup", ABI["JVMTRACE_PAUSE_CLEANUP"])):
         if title.startswith(prefix):
             return kind
     raise AssertionError(f"not a pause title: {title}")

@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 
 from conftest import BUILD_DIR
-from helpers import jfr_events, pause_title
+from helpers import ABI, SLOW_OUTSIDE_TLAB, jfr_events, pause_title
 from test_jvm_probes import java_cmd
 from test_record import dump_json, jvmtrace, record_run
 
@@ -217,7 +217,7 @@ def test_perfetto_export_has_every_event_one_by_one(traces, tmp_path):
     assert set(slices) == set(starts) == set(ends) and len(slices) >= 5
     for gid, s in slices.items():
         a, b = starts[gid], ends[gid]
-        track = 1000000001 if a["args"]["kind"] == 2 else 1000000002
+        track = 1000000001 if a["args"]["kind"] == ABI["JVMTRACE_GC_CONCURRENT"] else 1000000002
         assert s["tid"] == track and s["name"].startswith(f"GC {gid} {a['args']['name']}")
         assert close(s["ts"], us(a["ts_ns"], origin)) and close(s["dur"], (b["ts_ns"] - a["ts_ns"]) / 1000)
         assert s["args"]["heap_used_before"] == a["args"]["heap_used"]
@@ -265,7 +265,7 @@ def test_perfetto_export_has_every_event_one_by_one(traces, tmp_path):
         if e["probe"] in ("gc__pause__start", "gc__pause__end"):
             assert heap[round(us(e["ts_ns"], origin), 3)] == e["args"]["heap_used"]
     total = sum(e["args"]["tlab_bytes"] for e in ev if e["probe"] == "tlab__refill") + \
-        sum(e["args"]["alloc_bytes"] for e in ev if e["probe"] == "alloc__slow__exit" and e["args"]["outcome"] in (2, 4))
+        sum(e["args"]["alloc_bytes"] for e in ev if e["probe"] == "alloc__slow__exit" and e["args"]["outcome"] in SLOW_OUTSIDE_TLAB)
     rate = sum(e["args"]["rate"] * 1e6 * 0.01 for e in te if e["name"] == "allocation rate (MB/s)")
     assert abs(rate - total) <= 1e-5 * total
     # Every thread that has events is named.
@@ -490,7 +490,10 @@ def test_calibrate_compares_jfr_samples_with_every_refill(jdks, java_classes, tm
     r = jvmtrace("calibrate", path, "--jfr", jfr, "--json")
     assert r.returncode == 0, r.stderr
     c = json.loads(r.stdout)
-    assert [t["name"] for t in c["threads"]] == ["alloc-worker"]
+    # The worker, and the main thread ("java") when JFR happened to sample it
+    # twice or more while it started up (25 does, sometimes).
+    names = [t["name"] for t in c["threads"]]
+    assert "alloc-worker" in names and set(names) <= {"alloc-worker", "java"}, names
     # The windows line up: JFR's weights and jvmtrace's bytes over them agree in total.
     assert 0.9 < c["jfr_weight"] / c["trace_bytes"] < 1.1, c
     assert c["jfr_samples_compared"] >= 50
@@ -504,25 +507,29 @@ def test_calibrate_compares_jfr_samples_with_every_refill(jdks, java_classes, tm
     for e in jfr_events(jdks["patched"], jfr, "jdk.ObjectAllocationSample"):
         v = e["values"]
         samples[v["eventThread"]["osThreadId"]].append((iso_ns(v["startTime"]), v["objectClass"]["name"], v["weight"]))
-    tid = next(iter(samples)) if len(samples) == 1 else max(samples, key=lambda t: len(samples[t]))
-    s = sorted(samples[tid])
-    lo, hi = s[0][0], s[-1][0]
-    jfr_w = defaultdict(float)
-    for _, k, w in s[1:]:
-        jfr_w[k] += w
+    # Each thread with two samples or more is compared over (its first, its last sample].
+    windows, jfr_w = {}, defaultdict(float)
+    for tid, ss in samples.items():
+        ss.sort()
+        if len(ss) < 2:
+            continue
+        windows[tid] = (ss[0][0], ss[-1][0])
+        for _, k, w in ss[1:]:
+            jfr_w[k] += w
+    assert sorted(windows) == sorted(t["tid"] for t in c["threads"])
     _, recs = dump_json(path)
     meta = recs[0]
     to_real = int(meta["start_realtime_ns"]) - int(meta["start_monotonic_ns"])
     ours, enter = defaultdict(int), {}
     for x in recs:
-        if x["type"] != "event" or x["tid"] != tid:
+        if x["type"] != "event" or x["tid"] not in windows:
             continue
-        t, a = x["ts_ns"] + to_real, x["args"]
+        (lo, hi), t, a = windows[x["tid"]], x["ts_ns"] + to_real, x["args"]
         if x["probe"] == "alloc__slow__enter":
             enter[x["tid"]] = a["class"]
         elif lo < t <= hi and x["probe"] == "tlab__refill":
             ours[a["class"]] += a["tlab_bytes"]
-        elif lo < t <= hi and x["probe"] == "alloc__slow__exit" and a["outcome"] in (2, 4):
+        elif lo < t <= hi and x["probe"] == "alloc__slow__exit" and a["outcome"] in SLOW_OUTSIDE_TLAB:
             ours[enter[x["tid"]]] += a["alloc_bytes"]
     assert c["trace_bytes"] == sum(ours.values())
     assert abs(c["jfr_weight"] - sum(jfr_w.values())) < 1

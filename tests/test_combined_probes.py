@@ -15,7 +15,7 @@ from collections import Counter, defaultdict
 import pytest
 
 from conftest import BUILD_DIR
-from helpers import LineReader
+from helpers import SLOW_FAILED, SLOW_NEW_TLAB, LineReader
 from test_jvm_probes import GCS, java_cmd
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
@@ -104,7 +104,7 @@ def test_each_combined_hit_equals_the_separate_hits_it_stands_for(jdks, java_cla
             exit_ = evs[k - 1]
             assert exit_[0] == "alloc__slow__exit", (tid, evs[max(0, k - 3):k + 1])
             assert exit_[3][:4] == [address, alloc_bytes, outcome, gcs]
-            new_tlab = outcome in (1, 3)
+            new_tlab = outcome in SLOW_NEW_TLAB
             refill = evs[k - 2] if new_tlab else None
             enter = evs[k - 3] if new_tlab else evs[k - 2]
             if enter[0] != "alloc__slow__enter":  # attached mid-slow-path: neither saw its entry
@@ -328,7 +328,7 @@ def test_a_failed_allocation_that_ends_the_jvm_is_recorded(jdks, java_classes, t
 
     def failed(path):
         return [e["args"] for e in dump_events(path)
-                if e["tid"] == oom and e["probe"] == "alloc__slow__exit" and e["args"]["outcome"] == 0]
+                if e["tid"] == oom and e["probe"] == "alloc__slow__exit" and e["args"]["outcome"] == SLOW_FAILED]
 
     combined, batched = failed(recs["combined"][1]), failed(recs["batched"][1])
     assert combined and batched == combined, (batched, combined)

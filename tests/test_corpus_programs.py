@@ -32,7 +32,7 @@ import pytest
 
 from conftest import BUILD_DIR
 from corpus import STDOUT, corpus_runs, packages as corpus_packages
-from helpers import REPO, LineReader, parse_gc_log
+from helpers import ABI, REPO, SLOW_AFTER_GC, SLOW_FAILED, SLOW_OUTSIDE_TLAB, LineReader, parse_gc_log
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
 M = 1 << 20
@@ -51,14 +51,14 @@ JFC = """<?xml version="1.0" encoding="UTF-8"?>
 RUNS = list(corpus_runs())
 
 # stat counter -> how to compute it from record's events (bpf/jvmtrace_stat.bpf.c).
-OUTSIDE = (2, 4)          # alloc__slow__exit outcomes: outside any TLAB (after a GC: 4)
+OUTSIDE = SLOW_OUTSIDE_TLAB  # alloc__slow__exit outcomes: outside any TLAB (before or after a GC)
 STAT_FROM_EVENTS = {
     "tlab_refills": ("tlab__refill", lambda a: 1),
     "tlab_bytes": ("tlab__refill", lambda a: a["tlab_bytes"]),
     "tlab_waste_bytes": ("tlab__refill", lambda a: a["retired_waste_bytes"]),
     "slow_paths": ("alloc__slow__exit", lambda a: 1),
-    "slow_failed": ("alloc__slow__exit", lambda a: a["outcome"] == 0),
-    "slow_after_gc": ("alloc__slow__exit", lambda a: a["outcome"] in (3, 4)),
+    "slow_failed": ("alloc__slow__exit", lambda a: a["outcome"] == SLOW_FAILED),
+    "slow_after_gc": ("alloc__slow__exit", lambda a: a["outcome"] in SLOW_AFTER_GC),
     "outside_allocs": ("alloc__slow__exit", lambda a: a["outcome"] in OUTSIDE),
     "outside_bytes": ("alloc__slow__exit", lambda a: a["alloc_bytes"] if a["outcome"] in OUTSIDE else 0),
     "gc_starts": ("gc__start", lambda a: 1),
@@ -465,7 +465,7 @@ def test_stat_counters_equal_record(run):
     assert run.stat["pause_probes"] is True
     kinds = ("gc_pause_young", "gc_pause_full", "gc_pause_remark", "gc_pause_cleanup")
     assert sum(h[k]["total"] for k in kinds) == c["gc_pauses"] == len(logged_pauses(run.gc_log))
-    assert h["gc_concurrent_cycle"]["total"] == sum(1 for a in run.trace.gc_ends if a["kind"] == 2)
+    assert h["gc_concurrent_cycle"]["total"] == sum(1 for a in run.trace.gc_ends if a["kind"] == ABI["JVMTRACE_GC_CONCURRENT"])
 
 
 def test_run_exercises_what_the_corpus_is_for(run):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BUILD_DIR
-from helpers import LineReader, parse_gc_pauses, pause_kind_of, pause_title, wait_until
+from helpers import ABI, LineReader, parse_gc_pauses, pause_kind_of, pause_title, wait_until
 from test_record import dump_json
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
@@ -86,9 +86,9 @@ def test_every_pause_of_the_log_is_traced_and_checks(jdks, java_classes, tmp_pat
     assert [a["kind"] for a in pause_ends] == [pause_kind_of(t) for _, t, *_ in logged]
 
     # G1's Remark and Cleanup carry their concurrent cycle's id.
-    cycles = {e["args"]["gc_id"] for e in events if e["probe"] == "gc__start" and e["args"]["kind"] == 2}
+    cycles = {e["args"]["gc_id"] for e in events if e["probe"] == "gc__start" and e["args"]["kind"] == ABI["JVMTRACE_GC_CONCURRENT"]}
     for a in pause_ends:
-        if a["kind"] in (2, 3):
+        if a["kind"] in (ABI["JVMTRACE_PAUSE_REMARK"], ABI["JVMTRACE_PAUSE_CLEANUP"]):
             assert a["gc_id"] in cycles, a
     # Every collection that starts ends (Serial's abandoned young collection
     # used to leave a start without an end).

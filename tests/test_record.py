@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import BUILD_DIR
-from helpers import (PROBES, SEPARATE, LineReader, contract_probes, exec_argv, go_uptime_s, jfr_events, parse_gc_log,
-                     traced_run)
+from helpers import (PROBES, SEPARATE, SLOW_OUTSIDE_TLAB, LineReader, contract_probes, exec_argv, go_uptime_s,
+                     jfr_events, parse_gc_log, traced_run)
 from test_jvm_probes import GCS, java_cmd, worker_tid
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
@@ -148,7 +148,7 @@ def test_jvm_trace_equals_jfr_and_gc_log(jvm_record):
     for e in ev:
         if e["probe"] == "alloc__slow__enter":
             enter = e
-        elif e["probe"] == "alloc__slow__exit" and e["args"]["outcome"] in (2, 4):
+        elif e["probe"] == "alloc__slow__exit" and e["args"]["outcome"] in SLOW_OUTSIDE_TLAB:
             outside[(enter["args"]["class"], e["args"]["alloc_bytes"])] += 1
     jfr_out = Counter((v["objectClass"]["name"], v["allocationSize"])
                       for v in (j["values"] for j in jfr_events(x["home"], x["jfr"], "jdk.ObjectAllocationOutsideTLAB"))
@@ -187,7 +187,7 @@ def test_jvm_report_agrees_with_the_dump(jvm_record):
     plabs = Counter(e["args"]["gc_id"] for e in ev if e["probe"] == "plab__alloc")
     assert {g: v["plabs"] for g, v in gcs.items() if v["plabs"]} == dict(plabs)
     alloc = sum(refills) + sum(e["args"]["alloc_bytes"] for e in ev
-                               if e["probe"] == "alloc__slow__exit" and e["args"]["outcome"] in (2, 4))
+                               if e["probe"] == "alloc__slow__exit" and e["args"]["outcome"] in SLOW_OUTSIDE_TLAB)
     assert sum(rep["allocation_rate"]["bytes"]) == alloc
     text = jvmtrace("report", x["out"])
     assert text.returncode == 0 and "Collections (" in text.stdout and "alloc-worker" in text.stdout

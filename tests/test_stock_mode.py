@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BUILD_DIR, JDK_LINES, jdk_homes
-from helpers import LineReader, go_uptime_s, jfr_events, parse_gc_log, traced_run
+from helpers import ABI, LineReader, go_uptime_s, jfr_events, parse_gc_log, traced_run
 from test_jvm_probes import java_cmd, worker_tid
 from test_record import dump_json, links_and_uprobes
 from test_stat import stat_run
@@ -66,7 +66,7 @@ def test_stock_trace_equals_jfr_and_gc_log(stock_home, java_classes, tmp_path, g
     assert sum(theirs.values()) > 200 and ours == theirs
     enters = [e for e in ev if e["probe"] == "alloc__slow__enter"]
     exits = [e for e in ev if e["probe"] == "alloc__slow__exit"]
-    assert len(enters) == len(exits) and all(x["args"]["outcome"] == 2 for x in exits)
+    assert len(enters) == len(exits) and all(x["args"]["outcome"] == ABI["JVMTRACE_SLOW_OUTSIDE_TLAB"] for x in exits)
     outside = Counter((n["args"]["class"], x["args"]["alloc_bytes"]) for n, x in zip(enters, exits))
     theirs_out = Counter((v["objectClass"]["name"], v["allocationSize"])
                          for v in (j["values"] for j in jfr_events(stock_home, jfr, "jdk.ObjectAllocationOutsideTLAB"))
@@ -92,7 +92,7 @@ def test_stock_system_gc_gives_exact_full_collections(stock_home, java_classes, 
     _, recs = dump_json(out)
     gcs = [e for e in recs if e["type"] == "event" and e["probe"] in ("gc__start", "gc__end")]
     full = [e for e in gcs if e["probe"] == "gc__start" and e["args"]["name"] == "ParallelOld"]
-    assert len(full) == n and all(e["args"]["kind"] == 1 for e in full)
+    assert len(full) == n and all(e["args"]["kind"] == ABI["JVMTRACE_GC_FULL"] for e in full)
     assert len({e["args"]["cause"] for e in full}) == 1  # System.gc(), whatever its number
     # Every start has its end, in order, on the same id.
     ids = [(e["probe"], e["args"]["gc_id"]) for e in gcs]

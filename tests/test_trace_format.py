@@ -4,12 +4,15 @@ the libFuzzer target run for a bounded time."""
 import json
 import subprocess
 
+import pytest
+
 from conftest import BUILD_DIR, REPO
 from helpers import PROBES, SEPARATE, traced_run
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
 
 
+@pytest.mark.no_root
 def test_property_roundtrip_cuts_and_damage():
     for seed in (1, 2, 3):
         r = subprocess.run([str(BUILD_DIR / "tests/fixtures/trace_format_test"), "--seed", str(seed)],
@@ -61,6 +64,7 @@ def test_fuzzer_finds_nothing(usdt_fixture, tmp_path):
     assert "Done" in r.stderr and "stat::number_of_executed_units" in r.stderr
 
 
+@pytest.mark.no_root
 def test_a_version_1_trace_still_reads_exactly():
     """tests/fixtures/traces/fixture-v1.jvmtrace was written by the recorder of
     commit 6f879a4 (trace format version 1, before the pause probes) from the
@@ -76,3 +80,33 @@ def test_a_version_1_trace_still_reads_exactly():
     assert events == [(p, a) for i in range(5) for p, a in fixture_round(i) if p in old_probes]
     end = next(x for x in recs if x["type"] == "end")
     assert (end["events"], end["lost"], end["reason"]) == (40, 0, "target exited")
+
+
+@pytest.mark.no_root
+def test_a_crafted_meta_record_forges_no_json_and_no_terminal_control(tmp_path):
+    """A trace file is input like any other: meta values that try to add a
+    JSON field (a pid that is not a number) or to drive the terminal (escape
+    sequences, bytes that are not UTF-8) come out as data, in every output."""
+    fixture = REPO / "tests/fixtures/traces/fixture-v1.jvmtrace"
+    edit = str(BUILD_DIR / "tests/fixtures/trace_edit")
+    forged, hostile = tmp_path / "forged.jvmtrace", tmp_path / "hostile.jvmtrace"
+    subprocess.run([edit, str(fixture), str(forged), "meta", "pid", '1, "forged": true'], check=True, timeout=30)
+    title = "\x1b]0;owned\x07\x1b[2J"
+    subprocess.run([edit, str(fixture), str(tmp_path / "step.jvmtrace"), "meta", "mode", title], check=True, timeout=30)
+    subprocess.run([edit, str(tmp_path / "step.jvmtrace"), str(hostile), "meta", "cmdline", "java \udcff\udcfe"],
+                   check=True, timeout=30)
+    for args in (["report", "--json"], ["report", "--check", "--json"], ["dump", "--json"]):
+        for trace in (forged, hostile):
+            r = subprocess.run([str(JVMTRACE), *args, str(trace)], capture_output=True, timeout=30)
+            assert r.returncode in ((0, 4) if "--check" in args else (0,)), r.stderr  # 4: violations found
+            for line in r.stdout.decode().splitlines():  # UTF-8: bytes that were not became U+FFFD
+                assert "forged" not in json.loads(line), f"{args}: {line}"
+    report = json.loads(subprocess.run([str(JVMTRACE), "report", "--json", str(forged)], capture_output=True,
+                                       timeout=30, check=True).stdout)
+    assert report["pid"] is None
+    hostile_json = json.loads(subprocess.run([str(JVMTRACE), "report", "--json", str(hostile)], capture_output=True,
+                                             timeout=30, check=True).stdout)
+    assert hostile_json["mode"] == title and hostile_json["cmdline"] == "java \ufffd\ufffd"
+    for args in (["report"], ["report", "--check"], ["dump"]):
+        r = subprocess.run([str(JVMTRACE), *args, str(hostile)], capture_output=True, timeout=30)
+        assert r.returncode in (0, 4) and b"\x1b" not in r.stdout and b"\x07" not in r.stdout, f"{args}: {r.stdout[:300]}"

@@ -1,6 +1,7 @@
 #include "analysis/calibration.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -38,9 +39,9 @@ uint64_t parse_iso8601_ns(const std::string& s) {
   return ns > 0 ? static_cast<uint64_t>(ns) : 0;
 }
 
-bool Calibration::load_jfr(const JsonValue& jfr, std::string* error) {
-  const JsonValue& events = jfr["recording"]["events"];
-  if (events.kind != JsonValue::kArray) {
+bool Calibration::load_jfr(const nlohmann::json& jfr, std::string* error) {
+  const nlohmann::json& events = json_field(json_field(jfr, "recording"), "events");
+  if (!events.is_array()) {
     *error = "not the output of 'jfr print --json' (no recording.events)";
     return false;
   }
@@ -49,14 +50,18 @@ bool Calibration::load_jfr(const JsonValue& jfr, std::string* error) {
     std::string klass;
     double weight;
   };
+  auto text = [](const nlohmann::json& j) { return j.is_string() ? j.get<std::string>() : std::string(); };
+  auto u64 = [](const nlohmann::json& j) { return j.is_number_unsigned() ? j.get<uint64_t>() : uint64_t{0}; };
   std::map<uint32_t, std::vector<Sample>> by_thread;
-  for (const JsonValue& e : events.items) {
-    if (e["type"].text != "jdk.ObjectAllocationSample") continue;
-    const JsonValue& v = e["values"];
-    const uint64_t tid = v["eventThread"]["osThreadId"].as_u64();
-    const uint64_t ts = parse_iso8601_ns(v["startTime"].text);
-    if (!tid || !ts) continue;
-    by_thread[static_cast<uint32_t>(tid)].push_back({ts, v["objectClass"]["name"].text, v["weight"].number});
+  for (const nlohmann::json& e : events) {
+    if (text(json_field(e, "type")) != "jdk.ObjectAllocationSample") continue;
+    const nlohmann::json& v = json_field(e, "values");
+    const uint64_t tid = u64(json_field(json_field(v, "eventThread"), "osThreadId"));
+    const uint64_t ts = parse_iso8601_ns(text(json_field(v, "startTime")));
+    const nlohmann::json& weight = json_field(v, "weight");
+    if (!tid || !ts || tid > UINT32_MAX) continue;
+    by_thread[static_cast<uint32_t>(tid)].push_back(
+        {ts, text(json_field(json_field(v, "objectClass"), "name")), weight.is_number() ? weight.get<double>() : 0.0});
     samples_++;
   }
   if (!samples_) {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "trace/reader.h"
-#include "analysis/json_value.h"
+#include "base/json.h"
 
 namespace jvmtrace::analysis {
 
@@ -36,7 +36,7 @@ class Calibration {
   // Only threads JFR sampled are compared, each over the same window: from
   // its first sample (whose weight covers time before it, so it is left
   // out) to its last.
-  bool load_jfr(const JsonValue& jfr, std::string* error);
+  bool load_jfr(const nlohmann::json& jfr, std::string* error);
   void add(const trace::TraceReader& reader, const trace::Record& r);
   CalibrationResult finish(const trace::TraceReader& reader) const;
 

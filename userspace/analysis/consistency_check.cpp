@@ -16,7 +16,7 @@ std::string hex(uint64_t v) {
   return b;
 }
 std::string num(uint64_t v) { return std::to_string(v); }
-bool is_pause(uint64_t kind) { return kind == 0 || kind == 1; }
+bool is_pause(uint64_t kind) { return kind == JVMTRACE_GC_YOUNG || kind == JVMTRACE_GC_FULL; }
 
 }  // namespace
 
@@ -152,7 +152,7 @@ void ConsistencyCheck::slow_exit(const trace::Record& r) {
               "the slow path left with " + num(bytes) + " bytes was entered with " + num(m.slow.bytes));
   }
   m.seen = true;
-  const bool new_tlab = outcome == 1 || outcome == 3, outside = outcome == 2 || outcome == 4;
+  const bool new_tlab = jvmtrace_slow_new_tlab(outcome), outside = jvmtrace_slow_outside_tlab(outcome);
   if (m.slow.open && !stock_) {
     ran("slow.outcome");
     if (new_tlab != m.slow.refilled)
@@ -164,7 +164,7 @@ void ConsistencyCheck::slow_exit(const trace::Record& r) {
   if (new_tlab && m.tlab.live && address != m.tlab.start) {
     violation(r, "slow.address",
               "a new-TLAB allocation at " + hex(address) + ", not at its TLAB's start " + hex(m.tlab.start));
-  } else if (outcome == 5 && m.tlab.live && (address < m.tlab.start || address + bytes > m.tlab.end)) {
+  } else if (outcome == JVMTRACE_SLOW_CURRENT_TLAB && m.tlab.live && (address < m.tlab.start || address + bytes > m.tlab.end)) {
     violation(r, "slow.address",
               "an allocation in the current TLAB at " + hex(address) + " lies outside it [" + hex(m.tlab.start) + ", " +
                   hex(m.tlab.end) + ")");
@@ -178,7 +178,7 @@ void ConsistencyCheck::slow_exit(const trace::Record& r) {
     }
     // A G1 humongous object (half a region or more) takes whole regions.
     stretch_alloc_ += region_ && bytes >= region_ / 2 ? (bytes + region_ - 1) / region_ * region_ : bytes;
-  } else if (outcome == 0 && address != 0) {
+  } else if (outcome == JVMTRACE_SLOW_FAILED && address != 0) {
     violation(r, "slow.address", "a failed allocation returned " + hex(address));
   }
   m.slow.open = false;
@@ -200,7 +200,7 @@ void ConsistencyCheck::gc_start(const trace::Record& r) {
   }
   if (!have_first_start_) have_first_start_ = true, first_start_id_ = id;
   if (reader_.strings()[a[1]].compare(0, 2, "G1") == 0) g1_ = true;
-  if (kind == 2) {  // a concurrent cycle
+  if (kind == JVMTRACE_GC_CONCURRENT) {  // a concurrent cycle
     if (!cycle_known_) {  // none was running when the recording began
       cycle_known_ = true;
       for (const Violation& v : pending_) violation_at(v);
@@ -264,7 +264,7 @@ void ConsistencyCheck::gc_end(const trace::Record& r) {
     plabs_.clear();
     if (!pause_probes_) open_stretch(id, "GC " + num(id), a[4]);
   }
-  if (kind == 2) {
+  if (kind == JVMTRACE_GC_CONCURRENT) {
     if (it == open_.end() && !cycle_known_) {
       // A cycle was running when the recording began: the stretches until
       // now may hold its Remark and Cleanup, which free memory unseen.

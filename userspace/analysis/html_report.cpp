@@ -81,7 +81,7 @@ std::string html_report(TraceSummary& sum, const Derived& d, const trace::ReadSt
   const bool pause_probes = sum.pause_probes();
   for (const auto& [id, g] : sum.gcs) {
     if (!g.started || !g.ended) continue;
-    if (g.kind == 2) {
+    if (g.kind == JVMTRACE_GC_CONCURRENT) {
       concurrent.push_back(&g);
       continue;
     }

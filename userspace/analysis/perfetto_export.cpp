@@ -4,17 +4,16 @@
 #include <cstdio>
 
 #include "jvmtrace_events.h"
-#include "base/strings.h"
+#include "base/json.h"
 
 namespace jvmtrace::analysis {
 
 namespace {
 
-std::string q(const std::string& s) { return "\"" + json_escape(s) + "\""; }
 std::string u(uint64_t v) { return std::to_string(v); }
 std::string hex(uint64_t v) {
   char b[24];
-  std::snprintf(b, sizeof b, "\"0x%" PRIx64 "\"", v);
+  std::snprintf(b, sizeof b, "0x%" PRIx64, v);
   return b;
 }
 // Heap used is emitted at most this often between pauses (a point per refill
@@ -27,35 +26,49 @@ PerfettoExport::PerfettoExport(const trace::TraceReader& reader, uint64_t origin
                                std::function<void(const std::string&)> out, uint64_t rate_interval_ns)
     : reader_(reader), origin_(origin_ns), out_(std::move(out)), interval_(rate_interval_ns ? rate_interval_ns : 10000000) {}
 
-std::string PerfettoExport::ts(uint64_t ns) const {
-  // Microseconds with nanosecond digits; events before the origin clamp to 0.
+double PerfettoExport::ts(uint64_t ns) const {
+  // Microseconds, nanoseconds as the fraction; events before the origin clamp to 0.
   const uint64_t d = ns > origin_ ? ns - origin_ : 0;
-  char b[32];
-  std::snprintf(b, sizeof b, "%" PRIu64 ".%03" PRIu64, d / 1000, d % 1000);
-  return b;
+  return static_cast<double>(d / 1000) + static_cast<double>(d % 1000) / 1000;
 }
 
-void PerfettoExport::emit(const std::string& event) {
+void PerfettoExport::emit(const Json& event) {
   if (!header_) {
-    out_("{\"displayTimeUnit\": \"ns\", \"otherData\": {\"producer\": \"jvmtrace export --perfetto\"}, \"traceEvents\": [\n");
+    const Json head = {{"displayTimeUnit", "ns"}, {"otherData", {{"producer", "jvmtrace export --perfetto"}}}};
+    std::string text = json_text(head);
+    text.pop_back();  // the closing brace: the events follow, one per line
+    out_(text + ",\"traceEvents\":[\n");
     header_ = true;
-    out_(event);
+    out_(json_text(event));
   } else {
-    out_(",\n" + event);
+    out_(",\n" + json_text(event));
   }
   written_++;
 }
 
+
+Json PerfettoExport::slice(const char* cat, const std::string& name, uint32_t tid, uint64_t from, uint64_t to,
+                           Json args) const {
+  return {{"ph", "X"},   {"cat", cat},       {"name", name},          {"pid", pid_},
+          {"tid", tid}, {"ts", ts(from)}, {"dur", ts(origin_ + (to > from ? to - from : 0))}, {"args", std::move(args)}};
+}
+
+Json PerfettoExport::instant(const char* cat, const std::string& name, uint32_t tid, uint64_t ns, Json args) const {
+  return {{"ph", "i"}, {"s", "t"}, {"cat", cat}, {"name", name}, {"pid", pid_}, {"tid", tid}, {"ts", ts(ns)},
+          {"args", std::move(args)}};
+}
+
+Json PerfettoExport::counter(const char* name, uint64_t ns, Json args) const {
+  return {{"ph", "C"}, {"name", name}, {"pid", pid_}, {"tid", 0}, {"ts", ts(ns)}, {"args", std::move(args)}};
+}
+
 void PerfettoExport::name_thread(uint32_t tid, const std::string& name, int sort_index) {
-  emit("{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " + u(pid_) + ", \"tid\": " + u(tid) +
-       ", \"args\": {\"name\": " + q(name) + "}}");
-  emit("{\"ph\": \"M\", \"name\": \"thread_sort_index\", \"pid\": " + u(pid_) + ", \"tid\": " + u(tid) +
-       ", \"args\": {\"sort_index\": " + std::to_string(sort_index) + "}}");
+  emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid_}, {"tid", tid}, {"args", {{"name", name}}}});
+  emit({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", pid_}, {"tid", tid}, {"args", {{"sort_index", sort_index}}}});
 }
 
 void PerfettoExport::heap_counter(uint64_t ns, uint64_t used) {
-  emit("{\"ph\": \"C\", \"name\": \"heap used (bytes)\", \"pid\": " + u(pid_) + ", \"tid\": 0, \"ts\": " + ts(ns) +
-       ", \"args\": {\"used\": " + u(used) + "}}");
+  emit(counter("heap used (bytes)", ns, {{"used", used}}));
   heap_last_emit_ = ns;
   heap_pending_ = false;
 }
@@ -68,8 +81,7 @@ void PerfettoExport::heap_at_pause_start(uint64_t ns, const uint64_t* used) {
 
 void PerfettoExport::heap_at_pause_end(uint64_t ns, uint64_t used, uint64_t committed) {
   heap_counter(ns, used);
-  emit("{\"ph\": \"C\", \"name\": \"heap committed (bytes)\", \"pid\": " + u(pid_) + ", \"tid\": 0, \"ts\": " +
-       ts(ns) + ", \"args\": {\"committed\": " + u(committed) + "}}");
+  emit(counter("heap committed (bytes)", ns, {{"committed", committed}}));
   heap_known_ = true;
   heap_used_ = used;
 }
@@ -82,8 +94,7 @@ void PerfettoExport::rate_until(uint64_t ns) {
     return;
   }
   while (ns >= rate_bucket_ + interval_) {
-    emit("{\"ph\": \"C\", \"name\": \"allocation rate (MB/s)\", \"pid\": " + u(pid_) + ", \"tid\": 0, \"ts\": " +
-         ts(rate_bucket_) + ", \"args\": {\"rate\": " + std::to_string(rate_bytes_ * 1e3 / interval_) + "}}");
+    emit(counter("allocation rate (MB/s)", rate_bucket_, {{"rate", rate_bytes_ * 1e3 / interval_}}));
     rate_bytes_ = 0;
     rate_bucket_ += interval_;
   }
@@ -95,9 +106,9 @@ void PerfettoExport::add(const trace::Record& r) {
     std::string cmd = reader_.meta_value("cmdline");
     const size_t sp = cmd.rfind(' ');
     const std::string main = sp == std::string::npos ? cmd : cmd.substr(sp + 1);
-    emit("{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": " + u(pid_) + ", \"args\": {\"name\": " +
-         q("JVM " + u(pid_) + " (" + reader_.meta_value("mode") + " mode)") + "}}");
-    emit("{\"ph\": \"M\", \"name\": \"process_labels\", \"pid\": " + u(pid_) + ", \"args\": {\"labels\": " + q(cmd) + "}}");
+    emit({{"ph", "M"}, {"name", "process_name"}, {"pid", pid_},
+          {"args", {{"name", "JVM " + u(pid_) + " (" + reader_.meta_value("mode") + " mode)"}}}});
+    emit({{"ph", "M"}, {"name", "process_labels"}, {"pid", pid_}, {"args", {{"labels", cmd}}}});
     pause_probes_ = reader_.meta_value("pause_probes") == "1";
     name_thread(kGcPauseTrack, "GC pauses", -3);
     if (pause_probes_) name_thread(kGcCollectionTrack, "GC collections (young, full)", -2);
@@ -105,8 +116,8 @@ void PerfettoExport::add(const trace::Record& r) {
     return;
   }
   if (r.type == trace::kLost) {
-    emit("{\"ph\": \"i\", \"s\": \"p\", \"name\": \"LOST " + u(r.count) + " events\", \"pid\": " + u(pid_) +
-         ", \"tid\": 0, \"ts\": " + ts(r.ts_ns) + ", \"args\": {\"count\": " + u(r.count) + "}}");
+    emit({{"ph", "i"}, {"s", "p"}, {"name", "LOST " + u(r.count) + " events"}, {"pid", pid_}, {"tid", 0},
+          {"ts", ts(r.ts_ns)}, {"args", {{"count", r.count}}}});
     heap_known_ = false;  // an allocation may be among them
     return;
   }
@@ -119,7 +130,7 @@ void PerfettoExport::add(const trace::Record& r) {
     named_[e.thread] = true;
     name_thread(tid(e.thread), reader_.threads()[e.thread].name, 0);
   }
-  const std::string where = "\"pid\": " + u(pid_) + ", \"tid\": " + u(tid(e.thread)) + ", \"ts\": " + ts(e.ts_ns);
+  const uint32_t here = tid(e.thread);
   auto allocated = [&](uint64_t bytes) {
     rate_until(e.ts_ns);
     rate_bytes_ += bytes;
@@ -131,10 +142,9 @@ void PerfettoExport::add(const trace::Record& r) {
   };
   switch (e.probe) {
     case JT_TLAB_REFILL:
-      emit("{\"ph\": \"i\", \"s\": \"t\", \"cat\": \"tlab\", \"name\": \"TLAB refill\", " + where +
-           ", \"args\": {\"class\": " + q(reader_.classes()[a[3]]) + ", \"tlab_bytes\": " + u(a[1]) +
-           ", \"alloc_bytes\": " + u(a[2]) + ", \"tlab_start\": " + hex(a[0]) + ", \"retired_waste_bytes\": " + u(a[5]) +
-           "}}");
+      emit(instant("tlab", "TLAB refill", here, e.ts_ns,
+                   {{"class", reader_.classes()[a[3]]}, {"tlab_bytes", a[1]}, {"alloc_bytes", a[2]},
+                    {"tlab_start", hex(a[0])}, {"retired_waste_bytes", a[5]}}));
       allocated(a[1]);
       break;
     case JT_ALLOC_SLOW_ENTER:
@@ -142,17 +152,14 @@ void PerfettoExport::add(const trace::Record& r) {
       break;
     case JT_ALLOC_SLOW_EXIT: {
       OpenSlow& s = slow_[e.thread];
-      const bool outside = a[2] == 2 || a[2] == 4;
-      const std::string args = "\"args\": {\"outcome\": " + q(trace::slow_outcome_name(a[2])) + ", \"alloc_bytes\": " +
-                               u(a[1]) + ", \"address\": " + hex(a[0]) + ", \"gcs\": " + u(a[3]) +
-                               (s.open ? ", \"class\": " + q(reader_.classes()[s.klass]) : std::string()) + "}";
+      const bool outside = jvmtrace_slow_outside_tlab(a[2]);
+      const std::string outcome = trace::slow_outcome_name(a[2]);
+      Json args = {{"outcome", outcome}, {"alloc_bytes", a[1]}, {"address", hex(a[0])}, {"gcs", a[3]}};
       if (s.open) {
-        emit("{\"ph\": \"X\", \"cat\": \"alloc\", \"name\": \"slow path: " + std::string(trace::slow_outcome_name(a[2])) +
-             "\", \"pid\": " + u(pid_) + ", \"tid\": " + u(tid(e.thread)) + ", \"ts\": " + ts(s.ts) +
-             ", \"dur\": " + ts(origin_ + (e.ts_ns - s.ts)) + ", " + args + "}");
+        args["class"] = reader_.classes()[s.klass];
+        emit(slice("alloc", "slow path: " + outcome, here, s.ts, e.ts_ns, std::move(args)));
       } else {
-        emit("{\"ph\": \"i\", \"s\": \"t\", \"cat\": \"alloc\", \"name\": \"slow path exit: " +
-             std::string(trace::slow_outcome_name(a[2])) + "\", " + where + ", " + args + "}");
+        emit(instant("alloc", "slow path exit: " + outcome, here, e.ts_ns, std::move(args)));
       }
       s.open = false;
       if (outside) allocated(a[1]);
@@ -168,12 +175,14 @@ void PerfettoExport::add(const trace::Record& r) {
         const OpenGc& p = it->second;
         const std::string cause = reader_.strings()[p.cause];
         const std::string name = "GC " + u(a[0]) + " " + trace::pause_title(reader_.strings()[p.name], cause);
-        emit("{\"ph\": \"X\", \"cat\": \"gc\", \"name\": " + q(name) + ", \"pid\": " + u(pid_) + ", \"tid\": " +
-             u(kGcPauseTrack) + ", \"ts\": " + ts(p.ts) + ", \"dur\": " + ts(origin_ + (e.ts_ns - p.ts)) +
-             ", \"args\": {\"gc_id\": " + u(a[0]) + ", \"pause\": " + q(trace::pause_kind_name(a[3])) +
-             ", \"cause\": " + q(cause) + ", \"heap_used_before\": " + u(p.used) + ", \"heap_used_after\": " +
-             u(a[4]) + ", \"heap_committed_before\": " + u(p.committed) + ", \"heap_committed_after\": " + u(a[5]) +
-             "}}");
+        emit(slice("gc", name, kGcPauseTrack, p.ts, e.ts_ns,
+                   {{"gc_id", a[0]},
+                    {"pause", trace::pause_kind_name(a[3])},
+                    {"cause", cause},
+                    {"heap_used_before", p.used},
+                    {"heap_used_after", a[4]},
+                    {"heap_committed_before", p.committed},
+                    {"heap_committed_after", a[5]}}));
         pauses_.erase(it);
       }
       heap_at_pause_end(e.ts_ns, a[4], a[5]);
@@ -181,7 +190,7 @@ void PerfettoExport::add(const trace::Record& r) {
     }
     case JT_GC_START: {
       gcs_[a[0]] = {e.ts_ns, a[4], a[5], a[3], a[1], a[2]};
-      if (a[3] != 2 && !pause_probes_)  // with pause probes, the pauses draw the heap
+      if (a[3] != JVMTRACE_GC_CONCURRENT && !pause_probes_)  // with pause probes, the pauses draw the heap
         heap_at_pause_start(e.ts_ns, reader_.meta_value("mode") != "stock" ? &a[4] : nullptr);
       break;
     }
@@ -191,21 +200,21 @@ void PerfettoExport::add(const trace::Record& r) {
       if (it != gcs_.end()) {
         const OpenGc& g = it->second;
         const std::string name = "GC " + u(a[0]) + " " + reader_.strings()[g.name] + " (" + trace::gc_kind_name(g.kind) + ")";
-        std::string args = "\"gc_id\": " + u(a[0]) + ", \"cause\": " + q(reader_.strings()[g.cause]) + ", \"kind\": " +
-                           q(trace::gc_kind_name(g.kind));
-        if (!stock)
-          args += ", \"heap_used_before\": " + u(g.used) + ", \"heap_used_after\": " + u(a[4]) +
-                  ", \"heap_committed_before\": " + u(g.committed) + ", \"heap_committed_after\": " + u(a[5]);
-        emit("{\"ph\": \"X\", \"cat\": \"gc\", \"name\": " + q(name) + ", \"pid\": " + u(pid_) +
-             ", \"tid\": " + u(g.kind == 2 ? kGcConcurrentTrack : pause_probes_ ? kGcCollectionTrack : kGcPauseTrack) +
-             ", \"ts\": " + ts(g.ts) + ", \"dur\": " + ts(origin_ + (e.ts_ns - g.ts)) + ", \"args\": {" + args + "}}");
+        Json args = {{"gc_id", a[0]}, {"cause", reader_.strings()[g.cause]}, {"kind", trace::gc_kind_name(g.kind)}};
+        if (!stock) {
+          args["heap_used_before"] = g.used;
+          args["heap_used_after"] = a[4];
+          args["heap_committed_before"] = g.committed;
+          args["heap_committed_after"] = a[5];
+        }
+        emit(slice("gc", name, gc_track(g.kind), g.ts, e.ts_ns, std::move(args)));
         gcs_.erase(it);
       }
-      if (a[3] != 2 && !stock && !pause_probes_) heap_at_pause_end(e.ts_ns, a[4], a[5]);
+      if (a[3] != JVMTRACE_GC_CONCURRENT && !stock && !pause_probes_) heap_at_pause_end(e.ts_ns, a[4], a[5]);
       break;
     }
     case JT_PLAB_ALLOC:
-      plabs_[a[1]] = {e.ts_ns, a[0], a[2], a[3] & 1, tid(e.thread)};
+      plabs_[a[1]] = {e.ts_ns, a[0], a[2], a[3] == JVMTRACE_DEST_OLD, here};
       break;
     case JT_PLAB_RETIRE: {
       auto it = plabs_.find(a[1]);
@@ -222,18 +231,20 @@ void PerfettoExport::add(const trace::Record& r) {
           name_thread(track, owner + " old-gen PLABs", 1);
         }
       }
-      emit("{\"ph\": \"X\", \"cat\": \"plab\", \"name\": \"PLAB " + std::string(p.dest ? "old" : "young") +
-           "\", \"pid\": " + u(pid_) + ", \"tid\": " + u(track) + ", \"ts\": " + ts(p.ts) +
-           ", \"dur\": " + ts(origin_ + (e.ts_ns - p.ts)) + ", \"args\": {\"gc_id\": " + u(p.gc_id) +
-           ", \"plab_start\": " + hex(a[1]) + ", \"plab_bytes\": " + u(p.bytes) + ", \"used_bytes\": " + u(a[3]) +
-           ", \"wasted_bytes\": " + u(a[4]) + ", \"retired_by_tid\": " + u(tid(e.thread)) + "}}");
+      emit(slice("plab", std::string("PLAB ") + (p.dest ? "old" : "young"), track, p.ts, e.ts_ns,
+                 {{"gc_id", p.gc_id},
+                  {"plab_start", hex(a[1])},
+                  {"plab_bytes", p.bytes},
+                  {"used_bytes", a[3]},
+                  {"wasted_bytes", a[4]},
+                  {"retired_by_tid", here}}));
       plabs_.erase(it);
       break;
     }
     case JT_PROMOTE_DIRECT:
-      emit("{\"ph\": \"i\", \"s\": \"t\", \"cat\": \"plab\", \"name\": \"promoted outside PLABs\", " + where +
-           ", \"args\": {\"gc_id\": " + u(a[0]) + ", \"address\": " + hex(a[1]) + ", \"bytes\": " + u(a[2]) +
-           ", \"dest\": " + q(a[3] & 1 ? "old" : "young") + "}}");
+      emit(instant("plab", "promoted outside PLABs", here, e.ts_ns,
+                   {{"gc_id", a[0]}, {"address", hex(a[1])}, {"bytes", a[2]},
+                    {"dest", a[3] == JVMTRACE_DEST_OLD ? "old" : "young"}}));
       break;
   }
 }
@@ -241,20 +252,14 @@ void PerfettoExport::add(const trace::Record& r) {
 void PerfettoExport::finish() {
   // A collection still running when the recording ended: a slice to its end, marked.
   for (const auto& [id, g] : gcs_)
-    emit("{\"ph\": \"X\", \"cat\": \"gc\", \"name\": " +
-         q("GC " + u(id) + " " + reader_.strings()[g.name] + " (unfinished)") + ", \"pid\": " + u(pid_) +
-         ", \"tid\": " + u(g.kind == 2 ? kGcConcurrentTrack : pause_probes_ ? kGcCollectionTrack : kGcPauseTrack) +
-         ", \"ts\": " + ts(g.ts) + ", \"dur\": " + ts(origin_ + (last_ns_ > g.ts ? last_ns_ - g.ts : 0)) +
-         ", \"args\": {\"gc_id\": " + u(id) + ", \"unfinished\": true}}");
+    emit(slice("gc", "GC " + u(id) + " " + reader_.strings()[g.name] + " (unfinished)", gc_track(g.kind), g.ts,
+               last_ns_, {{"gc_id", id}, {"unfinished", true}}));
   for (const auto& [key, p] : pauses_)
-    emit("{\"ph\": \"X\", \"cat\": \"gc\", \"name\": " +
-         q("GC " + u(key.first) + " " + reader_.strings()[p.name] + " (unfinished)") + ", \"pid\": " + u(pid_) +
-         ", \"tid\": " + u(kGcPauseTrack) + ", \"ts\": " + ts(p.ts) +
-         ", \"dur\": " + ts(origin_ + (last_ns_ > p.ts ? last_ns_ - p.ts : 0)) +
-         ", \"args\": {\"gc_id\": " + u(key.first) + ", \"unfinished\": true}}");
+    emit(slice("gc", "GC " + u(key.first) + " " + reader_.strings()[p.name] + " (unfinished)", kGcPauseTrack, p.ts,
+               last_ns_, {{"gc_id", key.first}, {"unfinished", true}}));
   if (heap_known_ && heap_pending_) heap_counter(last_ns_, heap_used_);
   if (rate_started_) rate_until(rate_bucket_ + interval_);  // the last, partial bucket
-  if (!header_) emit("{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 0, \"args\": {\"name\": \"empty trace\"}}");
+  if (!header_) emit({{"ph", "M"}, {"name", "process_name"}, {"pid", 0}, {"args", {{"name", "empty trace"}}}});
   out_("\n]}\n");
 }
 

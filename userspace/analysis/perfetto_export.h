@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/json.h"
 #include "trace/reader.h"
 
 namespace jvmtrace::analysis {
@@ -48,8 +49,15 @@ class PerfettoExport {
     uint64_t ts = 0, used = 0, committed = 0, kind = 0, name = 0, cause = 0;
   };
 
-  void emit(const std::string& event);
-  std::string ts(uint64_t ns) const;
+  void emit(const Json& event);
+  double ts(uint64_t ns) const;  // microseconds since the origin, Trace Event's unit
+  // The event kinds: a slice [from, to] on track tid, an instant, a counter.
+  Json slice(const char* cat, const std::string& name, uint32_t tid, uint64_t from, uint64_t to, Json args) const;
+  Json instant(const char* cat, const std::string& name, uint32_t tid, uint64_t ns, Json args) const;
+  Json counter(const char* name, uint64_t ns, Json args) const;
+  uint32_t gc_track(uint64_t kind) const {
+    return kind == JVMTRACE_GC_CONCURRENT ? kGcConcurrentTrack : pause_probes_ ? kGcCollectionTrack : kGcPauseTrack;
+  }
   uint32_t tid(uint32_t thread_index) const { return reader_.threads()[thread_index].tid; }
   void name_thread(uint32_t tid, const std::string& name, int sort_index);
   void heap_counter(uint64_t ns, uint64_t used);

@@ -207,10 +207,10 @@ Derived TraceSummary::derive(double interval_s) {
   d.slow = stats(slow_ns);
   d.plab[0] = stats(plab_sizes[0]);
   d.plab[1] = stats(plab_sizes[1]);
-  std::vector<uint64_t> pause_ns[trace::kPauseKindCount];
+  std::vector<uint64_t> pause_ns[JVMTRACE_PAUSE_KIND_COUNT];
   for (const Pause& p : pauses)
-    if (p.started && p.ended && p.kind < trace::kPauseKindCount) pause_ns[p.kind].push_back(p.end_ns - p.start_ns);
-  for (int k = 0; k < trace::kPauseKindCount; k++) d.pause_ns[k] = stats(pause_ns[k]);
+    if (p.started && p.ended && p.kind < JVMTRACE_PAUSE_KIND_COUNT) pause_ns[p.kind].push_back(p.end_ns - p.start_ns);
+  for (int k = 0; k < JVMTRACE_PAUSE_KIND_COUNT; k++) d.pause_ns[k] = stats(pause_ns[k]);
   d.classes.assign(classes.begin(), classes.end());
   d.threads.assign(threads.begin(), threads.end());
   auto by_bytes = [](const auto& x, const auto& y) {

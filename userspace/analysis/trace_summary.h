@@ -53,7 +53,7 @@ struct Derived {
   double rate_from_s = 0;    // the first bucket's start
   std::vector<double> rate;  // bytes per bucket
   Stats event_bytes, tlab, outside, slow, plab[2];
-  Stats pause_ns[trace::kPauseKindCount];  // durations of the pauses of each kind that ended
+  Stats pause_ns[JVMTRACE_PAUSE_KIND_COUNT];  // durations of the pauses of each kind that ended
   std::vector<std::pair<uint64_t, Totals>> classes, threads;  // by bytes, most first
 };
 

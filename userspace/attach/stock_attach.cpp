@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 
+#include "jvmtrace_abi.h"
 #include "process/target.h"
 #include "hotspot/vmstructs.h"
 
@@ -127,9 +128,11 @@ const char* StockTarget::coverage() {
 }
 
 uint32_t gc_kind_of(const std::string& name) {
-  if (name == "ParallelScavenge" || name == "DefNew" || name == "G1New") return 0;
-  if (name == "ParallelOld" || name == "SerialOld" || name == "G1Full") return 1;
-  return 2;
+#define JVMTRACE_GC_NAME_IS(n) name == #n ||
+  if (JVMTRACE_YOUNG_COLLECTORS(JVMTRACE_GC_NAME_IS) false) return JVMTRACE_GC_YOUNG;
+  if (JVMTRACE_FULL_COLLECTORS(JVMTRACE_GC_NAME_IS) false) return JVMTRACE_GC_FULL;
+#undef JVMTRACE_GC_NAME_IS
+  return JVMTRACE_GC_CONCURRENT;
 }
 
 }  // namespace jvmtrace

@@ -45,8 +45,8 @@ class StockTarget {
   uint64_t bias_ = 0;
 };
 
-// HotSpot's kind of a collection by collector name (as the patch's
-// jvmtrace_gc_kind): 0 young pause, 1 full pause, 2 concurrent.
+// HotSpot's kind of a collection by collector name (enum jvmtrace_gc_kind,
+// by usdt/jvmtrace_abi.h's lists, as the patch's jvmtrace_gc_kind).
 uint32_t gc_kind_of(const std::string& name);
 
 }  // namespace jvmtrace

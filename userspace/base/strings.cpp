@@ -73,21 +73,4 @@ std::string printable(const std::string& s) {
   return out;
 }
 
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += static_cast<char>(c);
-    } else if (c < 0x20 || c >= 0x7f) {  // keep the output ASCII: names are bytes, not UTF-8
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      o += b;
-    } else {
-      o += static_cast<char>(c);
-    }
-  }
-  return o;
-}
-
 }  // namespace jvmtrace

@@ -1,5 +1,5 @@
 // Parsing numbers from the command line and the control socket, and making
-// text safe for JSON and terminals: what every jvmtrace program shares.
+// text safe for terminals: what every jvmtrace program shares (JSON: json.h).
 #pragma once
 #include <sys/types.h>
 
@@ -14,7 +14,6 @@ bool parse_seconds(const char* s, double* out);
 // An integer in [lo, hi].
 bool parse_long(const char* s, long lo, long hi, long* out);
 
-std::string json_escape(const std::string& s);
 // Text the target chose (thread and class names, its command line) made
 // safe for a terminal: control characters (C0, DEL and C1, which terminals
 // act on: cursor moves, titles, clipboard writes) and bytes that are not

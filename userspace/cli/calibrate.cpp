@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "analysis/calibration.h"
-#include "analysis/json_value.h"
+#include "base/json.h"
 #include "base/strings.h"
 #include "cli/trace_input.h"
 #include "trace/reader.h"
@@ -142,8 +142,9 @@ int calibrate_command(int argc, char** argv) {
       error = "reading " + jfr_file + " with " + jfr_tool + ": " + error;
       return false;
     }
-    analysis::JsonValue doc;
-    if (!analysis::parse_json(text, &doc, &error) || !cal.load_jfr(doc, &error)) {
+    const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (doc.is_discarded()) error = "not JSON (jfr print --json's output was cut or changed?)";
+    if (doc.is_discarded() || !cal.load_jfr(doc, &error)) {
       error = jfr_file + ": " + error;
       return false;
     }
@@ -157,26 +158,30 @@ int calibrate_command(int argc, char** argv) {
   const analysis::CalibrationResult res = cal.finish(reader);
   auto share = [](double x, double total) { return total > 0 ? x / total : 0.0; };
   if (json) {
-    std::string s = "{\"trace\": \"" + json_escape(path) + "\", \"jfr\": \"" + json_escape(jfr_file) +
-                    "\", \"trace_bytes\": " + std::to_string(res.trace_bytes) + ", \"trace_events\": " +
-                    std::to_string(res.trace_events) + ", \"jfr_weight\": " + std::to_string(res.jfr_weight) +
-                    ", \"jfr_samples\": " + std::to_string(res.jfr_samples) + ", \"jfr_samples_compared\": " +
-                    std::to_string(res.jfr_samples_used) + ", \"window_s\": " + std::to_string(res.window_s) +
-                    ", \"distance\": " + std::to_string(res.distance) + ", \"threads\": [";
-    for (size_t i = 0; i < res.threads.size(); i++)
-      s += std::string(i ? ", " : "") + "{\"tid\": " + std::to_string(res.threads[i].first) + ", \"name\": \"" +
-           json_escape(res.threads[i].second) + "\"}";
-    s += "], \"classes\": [";
-    for (size_t i = 0; i < res.rows.size(); i++) {
-      const auto& r = res.rows[i];
+    Json j = {{"trace", path},
+              {"jfr", jfr_file},
+              {"trace_bytes", res.trace_bytes},
+              {"trace_events", res.trace_events},
+              {"jfr_weight", res.jfr_weight},
+              {"jfr_samples", res.jfr_samples},
+              {"jfr_samples_compared", res.jfr_samples_used},
+              {"window_s", res.window_s},
+              {"distance", res.distance}};
+    Json& threads = j["threads"] = Json::array();
+    for (const auto& [tid, name] : res.threads) threads.push_back({{"tid", tid}, {"name", name}});
+    Json& classes = j["classes"] = Json::array();
+    for (const auto& r : res.rows) {
       const double a = share(r.trace_bytes, res.trace_bytes), b = share(r.jfr_weight, res.jfr_weight);
-      s += std::string(i ? ", " : "") + "{\"class\": \"" + json_escape(r.klass) + "\", \"trace_bytes\": " +
-           std::to_string(r.trace_bytes) + ", \"trace_events\": " + std::to_string(r.trace_events) +
-           ", \"trace_share\": " + std::to_string(a) + ", \"jfr_weight\": " + std::to_string(r.jfr_weight) +
-           ", \"jfr_samples\": " + std::to_string(r.jfr_samples) + ", \"jfr_share\": " + std::to_string(b) +
-           ", \"bias\": " + (a > 0 ? std::to_string(b / a) : std::string("null")) + "}";
+      classes.push_back({{"class", r.klass},
+                         {"trace_bytes", r.trace_bytes},
+                         {"trace_events", r.trace_events},
+                         {"trace_share", a},
+                         {"jfr_weight", r.jfr_weight},
+                         {"jfr_samples", r.jfr_samples},
+                         {"jfr_share", b},
+                         {"bias", a > 0 ? Json(b / a) : Json(nullptr)}});
     }
-    std::printf("%s]}\n", s.c_str());
+    std::printf("%s\n", json_text(j).c_str());
   } else {
     std::printf("jvmtrace calibrate: %s against %s\n", path, jfr_file.c_str());
     std::printf("  threads compared:");

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "base/json.h"
 #include "base/strings.h"
 #include "trace/reader.h"
 
@@ -60,10 +61,9 @@ int dump_command(int argc, char** argv) {
       origin = trace_origin_ns(reader);
       have_origin = origin != 0;
       if (json) {
-        std::printf("{\"type\": \"meta\"");
-        for (const auto& [k, v] : reader.meta_fields())
-          std::printf(", \"%s\": \"%s\"", json_escape(k).c_str(), json_escape(v).c_str());
-        std::printf("}\n");
+        Json j = {{"type", "meta"}};
+        for (const auto& [k, v] : reader.meta_fields()) j[k] = v;
+        std::printf("%s\n", json_text(j).c_str());
       } else {
         // Escaped again for the text: a newline in an argument stays on its line.
         std::printf("# PID %s, %s mode, %s\n# cmdline: %s\n",
@@ -90,60 +90,57 @@ int dump_command(int argc, char** argv) {
       const trace::ThreadInfo& th = reader.threads()[e.thread];
       const trace::ProbeInfo& info = trace::probe_info(e.probe);
       if (json) {
-        std::printf("{\"type\": \"event\", \"offset\": %" PRIu64 ", \"probe\": \"%s\", \"ts_ns\": %" PRIu64
-                    ", \"tid\": %u, \"thread\": \"%s\", \"args\": {",
-                    r.offset, info.name, e.ts_ns, th.tid, json_escape(th.name).c_str());
-      } else {
-        std::printf("%14.9f %7u %-16s %-19s", t, th.tid, printable(th.name).c_str(), info.name);
+        Json args = Json::object();
+        for (int i = 0; i < info.nargs; i++) {
+          const uint64_t v = e.a[i];
+          switch (info.kinds[i]) {
+            case trace::kUnused: break;
+            case trace::kClassId: args[info.arg_names[i]] = reader.classes()[v]; break;
+            case trace::kStringId: args[info.arg_names[i]] = reader.strings()[v]; break;
+            default: args[info.arg_names[i]] = v;
+          }
+        }
+        const Json j = {{"type", "event"}, {"offset", r.offset}, {"probe", info.name}, {"ts_ns", e.ts_ns},
+                        {"tid", th.tid},   {"thread", th.name}, {"args", std::move(args)}};
+        std::printf("%s\n", json_text(j).c_str());
+        return;
       }
-      bool first = true;
+      std::printf("%14.9f %7u %-16s %-19s", t, th.tid, printable(th.name).c_str(), info.name);
       for (int i = 0; i < info.nargs; i++) {
         const uint64_t v = e.a[i];
-        const char* name = info.arg_names[i];
-        if (info.kinds[i] == trace::kUnused) continue;
-        if (json) std::printf("%s\"%s\": ", first ? "" : ", ", name);
-        else std::printf(" %s=", name);
-        first = false;
         switch (info.kinds[i]) {
-          case trace::kClassId:
-          case trace::kStringId: {
-            const std::string& s = info.kinds[i] == trace::kClassId ? reader.classes()[v] : reader.strings()[v];
-            if (json) std::printf("\"%s\"", json_escape(s).c_str());
-            else std::printf("%s", printable(s).c_str());
-            break;
-          }
-          case trace::kHex:
-            if (json) std::printf("%" PRIu64, v);
-            else std::printf("0x%" PRIx64, v);
-            break;
-          default:
-            std::printf("%" PRIu64, v);
+          case trace::kUnused: break;
+          case trace::kClassId: std::printf(" %s=%s", info.arg_names[i], printable(reader.classes()[v]).c_str()); break;
+          case trace::kStringId: std::printf(" %s=%s", info.arg_names[i], printable(reader.strings()[v]).c_str()); break;
+          case trace::kHex: std::printf(" %s=0x%" PRIx64, info.arg_names[i], v); break;
+          default: std::printf(" %s=%" PRIu64, info.arg_names[i], v);
         }
       }
-      std::printf(json ? "}}\n" : "\n");
+      std::printf("\n");
     } else if (r.type == trace::kLost) {
       const uint8_t kind = static_cast<uint8_t>(r.id);
       if (json)
-        std::printf("{\"type\": \"lost\", \"ts_ns\": %" PRIu64 ", \"count\": %" PRIu64 ", \"kind\": \"%s\"}\n",
-                    r.ts_ns, r.count, trace::lost_kind_name(kind));
+        std::printf("%s\n", json_text({{"type", "lost"}, {"ts_ns", r.ts_ns}, {"count", r.count},
+                                       {"kind", trace::lost_kind_name(kind)}}).c_str());
       else
         std::printf("%14.9f # LOST %" PRIu64 " events: %s\n", t, r.count,
                     kind == trace::kLostRingBuffer ? "the ring buffer was full" : trace::lost_kind_text(kind));
     } else if (r.type == trace::kEnd) {
       if (json)
-        std::printf("{\"type\": \"end\", \"ts_ns\": %" PRIu64 ", \"reason\": \"%s\", \"events\": %" PRIu64
-                    ", \"lost\": %" PRIu64 "}\n",
-                    r.ts_ns, json_escape(r.text).c_str(), r.count, r.lost);
+        std::printf("%s\n", json_text({{"type", "end"}, {"ts_ns", r.ts_ns}, {"reason", r.text}, {"events", r.count},
+                                       {"lost", r.lost}}).c_str());
       else
         std::printf("%14.9f # END: %s; %" PRIu64 " events, %" PRIu64 " lost\n", t, printable(r.text).c_str(), r.count, r.lost);
     }
   });
-  if (json)
-    std::printf("{\"type\": \"status\", \"status\": \"%s\", \"offset\": %" PRIu64 ", \"detail\": \"%s\"}\n",
-                st.kind == trace::ReadStatus::kComplete ? "complete"
-                : st.kind == trace::ReadStatus::kNoEnd  ? "no_end"
-                : st.kind == trace::ReadStatus::kTruncated ? "truncated" : "corrupt",
-                st.offset, json_escape(st.describe()).c_str());
+  if (json) {
+    const char* status = st.kind == trace::ReadStatus::kComplete    ? "complete"
+                         : st.kind == trace::ReadStatus::kNoEnd     ? "no_end"
+                         : st.kind == trace::ReadStatus::kTruncated ? "truncated"
+                                                                    : "corrupt";
+    std::printf("%s\n", json_text({{"type", "status"}, {"status", status}, {"offset", st.offset},
+                                   {"detail", st.describe()}}).c_str());
+  }
   std::fflush(stdout);
   return trace_end_status("jvmtrace dump", path, st, nullptr);
 }

@@ -47,17 +47,13 @@ void print_log2_hist(FILE* out, const __u64* slots, int n, const char* unit, uin
   }
 }
 
-std::string log2_hist_json(const __u64* slots, int n, const char* unit, uint64_t divisor, uint64_t sum) {
+Json log2_hist_json(const __u64* slots, int n, const char* unit, uint64_t divisor, uint64_t sum) {
   int first, last;
   used_range(slots, n, &first, &last);
-  std::string s = std::string("{\"unit\": \"") + unit + "\", \"total\": " + std::to_string(hist_total(slots, n)) +
-                  ", \"sum\": " + std::to_string(sum / divisor) + ", \"buckets\": [";
-  for (int k = first; k <= last; k++) {
-    s += (k == first ? "" : ", ");
-    s += "{\"low\": " + std::to_string(slot_low(k) / divisor) + ", \"high\": " +
-         std::to_string(slot_high(k) / divisor) + ", \"count\": " + std::to_string(slots[k]) + "}";
-  }
-  return s + "]}";
+  Json buckets = Json::array();
+  for (int k = first; k <= last; k++)
+    buckets.push_back({{"low", slot_low(k) / divisor}, {"high", slot_high(k) / divisor}, {"count", slots[k]}});
+  return {{"unit", unit}, {"total", hist_total(slots, n)}, {"sum", sum / divisor}, {"buckets", std::move(buckets)}};
 }
 
 std::string log2_hist_prometheus(const std::string& name, const std::string& labels, const __u64* slots, int n,

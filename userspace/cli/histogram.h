@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <string>
 
+#include "base/json.h"
+
 namespace jvmtrace {
 
 // libbpf-tools' layout: "     value range      : count    |*****   |".
@@ -15,7 +17,7 @@ void print_log2_hist(FILE* out, const __u64* slots, int n, const char* unit, uin
 
 // {"unit": ..., "total": N, "sum": S, "buckets": [{"low": L, "high": H, "count": N}, ...]} for
 // the non-empty range; sum is the values' sum (divided by divisor).
-std::string log2_hist_json(const __u64* slots, int n, const char* unit, uint64_t divisor = 1, uint64_t sum = 0);
+Json log2_hist_json(const __u64* slots, int n, const char* unit, uint64_t divisor = 1, uint64_t sum = 0);
 
 // The Prometheus text exposition of a log2 histogram as family `name`:
 // cumulative _bucket lines (le = each slot's upper bound, then +Inf), _sum

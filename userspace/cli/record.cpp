@@ -279,7 +279,7 @@ class Recorder {
       malformed_++;
       return;
     }
-    jt_alloc_record p{};  // the same slow path as an alloc__batch record
+    jvmtrace_alloc_record p{};  // the same slow path as an alloc__batch record
     p.tid = static_cast<int32_t>(k.tid);
     p.alloc_bytes = k.args[0];
     p.class_name = k.args[1];
@@ -306,14 +306,14 @@ class Recorder {
       return;
     }
     const uint64_t count = k.args[1], step = k.args[2];
-    if (step < JT_ALLOC_RECORD_BYTES) {  // not the contract's layout: every record lost
+    if (step < JVMTRACE_ALLOC_RECORD_BYTES) {  // not the contract's layout: every record lost
       malformed_ += count;
       return;
     }
     const uint8_t* p = reinterpret_cast<const uint8_t*>(&k) + head;
     const uint64_t n = std::min<uint64_t>(count, (size - head) / step);
     for (uint64_t i = 0; i < n; i++) {
-      jt_alloc_record r;
+      jvmtrace_alloc_record r;
       std::memcpy(&r, p + i * step, sizeof r);
       if (r.end_ns < window_start_ns_ || (window_end_ns_ && r.end_ns > window_end_ns_)) {
         outside_window_++;
@@ -329,7 +329,7 @@ class Recorder {
   // it was not measured, as when an attach comes mid-slow-path), the refill
   // (new-TLAB outcomes) and the exit at its end.  stack_id: the trace's
   // stack for the enter and the refill, -2 for none taken.
-  void write_slow_path(const jt_alloc_record& p, int64_t stack_id) {
+  void write_slow_path(const jvmtrace_alloc_record& p, int64_t stack_id) {
     const uint64_t cls = klass(p.class_name, p.class_name_len);
     trace::Event e;
     e.thread = thread(static_cast<uint32_t>(p.tid));
@@ -344,7 +344,7 @@ class Recorder {
     e = trace::Event{};
     e.thread = thread(static_cast<uint32_t>(p.tid));
     e.ts_ns = p.end_ns;
-    if (p.outcome == 1 || p.outcome == 3) {
+    if (jvmtrace_slow_new_tlab(p.outcome)) {
       e.probe = JT_TLAB_REFILL;
       e.a[0] = p.address;
       e.a[1] = p.tlab_bytes;
@@ -381,13 +381,13 @@ class Recorder {
     const uint64_t count = k.args[1], step = k.args[2];
     const uint8_t* p = reinterpret_cast<const uint8_t*>(&k) + head;
     const size_t avail = size - head;
-    if (step < JT_PLAB_RECORD_BYTES) {  // not the contract's layout: every record lost
+    if (step < JVMTRACE_PLAB_RECORD_BYTES) {  // not the contract's layout: every record lost
       malformed_ += count;
       return;
     }
     const uint64_t n = std::min<uint64_t>(count, avail / step);
     for (uint64_t i = 0; i < n; i++) {
-      jt_plab_record r;
+      jvmtrace_plab_record r;
       std::memcpy(&r, p + i * step, sizeof r);
       trace::Event e;
       e.ts_ns = r.ts_ns;
@@ -396,17 +396,17 @@ class Recorder {
       e.a[1] = r.address;
       e.a[2] = r.bytes;
       switch (r.kind) {
-        case JT_PLAB_REC_ALLOC:
+        case JVMTRACE_PLAB_REC_ALLOC:
           e.probe = JT_PLAB_ALLOC;
           e.a[3] = r.dest;
           break;
-        case JT_PLAB_REC_RETIRE:
+        case JVMTRACE_PLAB_REC_RETIRE:
           e.probe = JT_PLAB_RETIRE;
           e.a[3] = r.used_bytes;
           e.a[4] = r.bytes - r.used_bytes;
           e.a[5] = r.dest;
           break;
-        case JT_PLAB_REC_DIRECT:
+        case JVMTRACE_PLAB_REC_DIRECT:
           e.probe = JT_PROMOTE_DIRECT;
           e.a[3] = r.dest;
           break;
@@ -735,11 +735,18 @@ int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_o
   // every event comes from a heap that exists.
   bool meta_written = false;
   auto no_pauses = [&] { return std::find(absent.begin(), absent.end(), "gc__pause__end") != absent.end(); };
-  const G1RegionSize region_size(o.pid, target.binary);  // found now, read when the meta goes out
+  // Found now; read while the JVM lives (every housekeeping round until G1
+  // has sized its heap: the value never changes after) and when the meta goes
+  // out, which may be after a short-lived JVM has exited.
+  const G1RegionSize region_size(o.pid, target.binary);
+  uint64_t region_bytes = 0;
+  auto note_region_size = [&] {
+    if (!region_bytes) region_bytes = region_size.read();
+  };
   auto write_meta = [&] {
     if (meta_written) return;
     meta_written = true;
-    const uint64_t region_bytes = region_size.read();
+    note_region_size();
     writer.meta(meta_head + (region_bytes ? "\nheap_region_bytes=" + std::to_string(region_bytes) : std::string()) +
                 (stock ? "" : no_pauses() ? "\npause_probes=0" : "\npause_probes=1") +
                 (stock ? "" : std::string("\nprobe_set=") + probe_set_name(probe_set)) + meta_tail);
@@ -823,6 +830,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_o
     const auto now = clock::now();
     if (now < next_housekeeping && !stop_requested()) continue;
     next_housekeeping = now + std::chrono::milliseconds(50);
+    note_region_size();
     note_drops();
     const double secs = std::chrono::duration<double>(now - start).count();
     writer.maybe_flush(clock_ns(CLOCK_MONOTONIC));

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -18,6 +19,7 @@
 #include "analysis/html_report.h"
 #include "analysis/output_file.h"
 #include "analysis/trace_summary.h"
+#include "base/json.h"
 #include "base/strings.h"
 #include "cli/trace_input.h"
 #include "trace/reader.h"
@@ -53,20 +55,22 @@ void usage(FILE* out) {
                "  jvmtrace report --html app.jvmtrace -o app.html\n");
 }
 
-std::string stats_json(const analysis::Stats& s) {
-  char b[256];
-  std::snprintf(b, sizeof b,
-                "{\"count\": %" PRIu64 ", \"sum\": %" PRIu64 ", \"min\": %" PRIu64 ", \"p50\": %" PRIu64
-                ", \"p99\": %" PRIu64 ", \"max\": %" PRIu64 "}",
-                s.n, s.sum, s.min, s.p50, s.p99, s.max);
-  return b;
+Json stats_json(const analysis::Stats& s) {
+  return {{"count", s.n}, {"sum", s.sum}, {"min", s.min}, {"p50", s.p50}, {"p99", s.p99}, {"max", s.max}};
 }
 
+void add_totals(Json* j, const analysis::Totals& t) {
+  (*j)["tlab_refills"] = t.refills;
+  (*j)["tlab_bytes"] = t.tlab_bytes;
+  (*j)["outside_allocs"] = t.outside;
+  (*j)["outside_bytes"] = t.outside_bytes;
+}
 
-std::string num(const std::string& s) { return s.empty() ? "null" : s; }
-std::string totals_json(const analysis::Totals& t) {
-  return "\"tlab_refills\": " + std::to_string(t.refills) + ", \"tlab_bytes\": " + std::to_string(t.tlab_bytes) +
-         ", \"outside_allocs\": " + std::to_string(t.outside) + ", \"outside_bytes\": " + std::to_string(t.outside_bytes);
+// A meta value that should be a decimal number, as a JSON number (null if it
+// is not one: the trace file is input like any other).
+Json meta_number(const std::string& v) {
+  long n;
+  return !v.empty() && parse_long(v.c_str(), 0, LONG_MAX, &n) ? Json(n) : Json(nullptr);
 }
 
 void print_report(analysis::TraceSummary& sum, bool json, double interval, int top, const trace::ReadStatus& st) {
@@ -80,86 +84,84 @@ void print_report(analysis::TraceSummary& sum, bool json, double interval, int t
   const Stats* plab = d.plab;
   const auto &classes = d.classes, &threads = d.threads;
   if (json) {
-    std::string s = "{\"pid\": " + num(sum.reader.meta_value("pid")) + ", \"cmdline\": \"" +
-                    json_escape(sum.reader.meta_value("cmdline")) + "\", \"mode\": \"" + json_escape(sum.reader.meta_value("mode")) +
-                    "\", \"status\": \"" + json_escape(st.describe()) + "\", \"end\": \"" + json_escape(sum.end_text) +
-                    "\", \"events\": " + std::to_string(sum.events) + ", \"lost\": " + std::to_string(sum.lost) +
-                    ", \"lost_by_kind\": {";
-    for (int k = 0; k < trace::kLostKindCount; k++)
-      s += std::string(k ? ", " : "") + "\"" + trace::lost_kind_name(k) + "\": " + std::to_string(sum.lost_by_kind[k]);
+    Json j = {{"pid", meta_number(sum.reader.meta_value("pid"))},
+              {"cmdline", sum.reader.meta_value("cmdline")},
+              {"mode", sum.reader.meta_value("mode")},
+              {"status", st.describe()},
+              {"end", sum.end_text},
+              {"events", sum.events},
+              {"lost", sum.lost}};
+    Json& lost = j["lost_by_kind"] = Json::object();
+    for (int k = 0; k < trace::kLostKindCount; k++) lost[trace::lost_kind_name(k)] = sum.lost_by_kind[k];
     for (int k = trace::kLostKindCount; k < 16; k++)  // from a newer recorder
-      if (sum.lost_by_kind[k]) s += ", \"kind_" + std::to_string(k) + "\": " + std::to_string(sum.lost_by_kind[k]);
-    s += "}, \"span_s\": " + std::to_string(span_s) + ", \"events_by_probe\": {";
-    for (int p = 0; p < JT_PROBE_COUNT; p++)
-      s += std::string(p ? ", " : "") + "\"" + trace::probe_info(p).name + "\": " + std::to_string(sum.by_probe[p]);
-    s += "}, \"encoded_event_bytes\": " + stats_json(ev_bytes) + ", \"encoded_bytes_by_probe\": {";
-    for (int p = 0; p < JT_PROBE_COUNT; p++)
-      s += std::string(p ? ", " : "") + "\"" + trace::probe_info(p).name + "\": " + std::to_string(sum.probe_bytes[p]);
-    s += "}, \"file_bytes\": " + std::to_string(sum.reader.size()) + ", \"gcs\": [";
-    bool first = true;
-    for (const auto& [id, g] : sum.gcs) {
-      char b[512];
-      std::snprintf(b, sizeof b,
-                    "%s{\"id\": %" PRIu64 ", \"name\": \"%s\", \"cause\": \"%s\", \"kind\": \"%s\", \"start_s\": %.9f, "
-                    "\"duration_ms\": %s, \"heap_used_before\": %" PRIu64 ", \"heap_used_after\": %" PRIu64
-                    ", \"heap_committed\": %" PRIu64 ", \"plabs\": %" PRIu64 ", \"plab_bytes\": %" PRIu64
-                    ", \"plab_waste\": %" PRIu64 ", \"promoted_direct\": %" PRIu64 ", \"promoted_direct_bytes\": %" PRIu64 "}",
-                    first ? "" : ", ", id, json_escape(g.name).c_str(), json_escape(g.cause).c_str(), trace::gc_kind_name(g.kind),
-                    g.started ? static_cast<int64_t>(g.start_ns - origin) / 1e9 : -1.0,
-                    g.started && g.ended ? std::to_string((g.end_ns - g.start_ns) / 1e6).c_str() : "null",
-                    g.used_before, g.used_after, g.committed_after, g.plabs, g.plab_bytes, g.plab_waste, g.direct,
-                    g.direct_bytes);
-      s += b;
-      first = false;
-    }
-    s += "], \"pause_probes\": " + std::string(sum.pause_probes() ? "true" : "false") + ", \"pauses\": [";
-    first = true;
+      if (sum.lost_by_kind[k]) lost["kind_" + std::to_string(k)] = sum.lost_by_kind[k];
+    j["span_s"] = span_s;
+    Json& by_probe = j["events_by_probe"] = Json::object();
+    for (int p = 0; p < JT_PROBE_COUNT; p++) by_probe[trace::probe_info(p).name] = sum.by_probe[p];
+    j["encoded_event_bytes"] = stats_json(ev_bytes);
+    Json& bytes_by_probe = j["encoded_bytes_by_probe"] = Json::object();
+    for (int p = 0; p < JT_PROBE_COUNT; p++) bytes_by_probe[trace::probe_info(p).name] = sum.probe_bytes[p];
+    j["file_bytes"] = sum.reader.size();
+    Json& gcs = j["gcs"] = Json::array();
+    for (const auto& [id, g] : sum.gcs)
+      gcs.push_back({{"id", id},
+                     {"name", g.name},
+                     {"cause", g.cause},
+                     {"kind", trace::gc_kind_name(g.kind)},
+                     {"start_s", g.started ? static_cast<int64_t>(g.start_ns - origin) / 1e9 : -1.0},
+                     {"duration_ms", g.started && g.ended ? Json((g.end_ns - g.start_ns) / 1e6) : Json(nullptr)},
+                     {"heap_used_before", g.used_before},
+                     {"heap_used_after", g.used_after},
+                     {"heap_committed", g.committed_after},
+                     {"plabs", g.plabs},
+                     {"plab_bytes", g.plab_bytes},
+                     {"plab_waste", g.plab_waste},
+                     {"promoted_direct", g.direct},
+                     {"promoted_direct_bytes", g.direct_bytes}});
+    j["pause_probes"] = sum.pause_probes();
+    Json& pauses = j["pauses"] = Json::array();
     for (const analysis::Pause& p : sum.pauses) {
-      char b[256];
-      std::snprintf(b, sizeof b,
-                    "{\"gc_id\": %" PRIu64 ", \"kind\": \"%s\", \"start_s\": %s, \"duration_ms\": %s, \"heap_used_before\": "
-                    "%s, \"heap_used_after\": %s, \"heap_committed\": %s, ",
-                    p.gc_id, trace::pause_kind_name(p.kind),
-                    p.started ? std::to_string(static_cast<int64_t>(p.start_ns - origin) / 1e9).c_str() : "null",
-                    p.started && p.ended ? std::to_string((p.end_ns - p.start_ns) / 1e6).c_str() : "null",
-                    p.started ? std::to_string(p.used_before).c_str() : "null",
-                    p.ended ? std::to_string(p.used_after).c_str() : "null",
-                    p.ended ? std::to_string(p.committed_after).c_str() : "null");
-      s += std::string(first ? "" : ", ") + b + "\"name\": \"" + json_escape(p.name) + "\", \"cause\": \"" +
-           json_escape(p.cause) + "\"}";
-      first = false;
+      auto opt = [](bool known, Json v) { return known ? v : Json(nullptr); };
+      pauses.push_back({{"gc_id", p.gc_id},
+                        {"kind", trace::pause_kind_name(p.kind)},
+                        {"start_s", opt(p.started, static_cast<int64_t>(p.start_ns - origin) / 1e9)},
+                        {"duration_ms", opt(p.started && p.ended, (p.end_ns - p.start_ns) / 1e6)},
+                        {"heap_used_before", opt(p.started, p.used_before)},
+                        {"heap_used_after", opt(p.ended, p.used_after)},
+                        {"heap_committed", opt(p.ended, p.committed_after)},
+                        {"name", p.name},
+                        {"cause", p.cause}});
     }
-    s += "], \"pause_ns_by_kind\": {";
-    for (int k = 0; k < trace::kPauseKindCount; k++)
-      s += std::string(k ? ", " : "") + "\"" + trace::pause_kind_name(k) + "\": " + stats_json(d.pause_ns[k]);
-    s += "}, \"tlab_size\": " + stats_json(tlab) + ", \"tlab_waste_bytes\": " + std::to_string(sum.tlab_waste) +
-         ", \"outside_tlab_size\": " + stats_json(outside) + ", \"slow_path_ns\": " + (sum.reader.meta_value("mode") == "stock" ? std::string("null") : stats_json(slow)) +
-         ", \"slow_path_outcomes\": {";
-    first = true;
-    for (const auto& [o, n] : sum.outcomes) {
-      s += std::string(first ? "" : ", ") + "\"" + trace::slow_outcome_name(o) + "\": " + std::to_string(n);
-      first = false;
+    Json& pause_ns = j["pause_ns_by_kind"] = Json::object();
+    for (int k = 0; k < JVMTRACE_PAUSE_KIND_COUNT; k++) pause_ns[trace::pause_kind_name(k)] = stats_json(d.pause_ns[k]);
+    j["tlab_size"] = stats_json(tlab);
+    j["tlab_waste_bytes"] = sum.tlab_waste;
+    j["outside_tlab_size"] = stats_json(outside);
+    j["slow_path_ns"] = sum.reader.meta_value("mode") == "stock" ? Json(nullptr) : stats_json(slow);
+    Json& outcomes = j["slow_path_outcomes"] = Json::object();
+    for (const auto& [o, n] : sum.outcomes) outcomes[trace::slow_outcome_name(o)] = n;
+    Json& plabs = j["plab"] = Json::object();
+    for (int dest = 0; dest < JVMTRACE_DEST_COUNT; dest++)
+      plabs[dest == JVMTRACE_DEST_OLD ? "old" : "young"] = {{"size", stats_json(plab[dest])},
+                                                            {"used_bytes", sum.plab_used[dest]},
+                                                            {"wasted_bytes", sum.plab_wasted[dest]}};
+    Json rate_bytes = Json::array();
+    for (double r : rate) rate_bytes.push_back(static_cast<uint64_t>(r));
+    j["allocation_rate"] = {{"interval_s", interval_s}, {"from_s", rate_from_s}, {"bytes", std::move(rate_bytes)}};
+    Json& cls = j["classes"] = Json::array();
+    for (size_t i = 0; i < classes.size() && i < static_cast<size_t>(top); i++) {
+      Json c = {{"class", sum.reader.classes()[classes[i].first]}};
+      add_totals(&c, classes[i].second);
+      cls.push_back(std::move(c));
     }
-    s += "}, \"plab\": {";
-    for (int d = 0; d < 2; d++)
-      s += std::string(d ? ", " : "") + "\"" + (d ? "old" : "young") + "\": {\"size\": " + stats_json(plab[d]) +
-           ", \"used_bytes\": " + std::to_string(sum.plab_used[d]) + ", \"wasted_bytes\": " +
-           std::to_string(sum.plab_wasted[d]) + "}";
-    s += "}, \"allocation_rate\": {\"interval_s\": " + std::to_string(interval_s) + ", \"from_s\": " +
-         std::to_string(rate_from_s) + ", \"bytes\": [";
-    for (size_t i = 0; i < rate.size(); i++) s += (i ? ", " : "") + std::to_string(static_cast<uint64_t>(rate[i]));
-    s += "]}, \"classes\": [";
-    for (size_t i = 0; i < classes.size() && i < static_cast<size_t>(top); i++)
-      s += std::string(i ? ", " : "") + "{\"class\": \"" + json_escape(sum.reader.classes()[classes[i].first]) + "\", " +
-           totals_json(classes[i].second) + "}";
-    s += "], \"threads\": [";
+    Json& ths = j["threads"] = Json::array();
     for (size_t i = 0; i < threads.size() && i < static_cast<size_t>(top); i++) {
       const auto& th = sum.reader.threads()[threads[i].first];
-      s += std::string(i ? ", " : "") + "{\"tid\": " + std::to_string(th.tid) + ", \"name\": \"" +
-           json_escape(th.name) + "\", " + totals_json(threads[i].second) + "}";
+      Json t = {{"tid", th.tid}, {"name", th.name}};
+      add_totals(&t, threads[i].second);
+      ths.push_back(std::move(t));
     }
-    s += "]}";
-    std::printf("%s\n", s.c_str());
+    std::printf("%s\n", json_text(j).c_str());
     return;
   }
   std::printf("jvmtrace report: PID %s, %s mode\n  %s\n", printable(trace::meta_escape(sum.reader.meta_value("pid"))).c_str(),
@@ -197,7 +199,7 @@ void print_report(analysis::TraceSummary& sum, bool json, double interval, int t
                 sum.reader.meta_value("mode") == "stock" ? "stock mode" : "this JVM's patch predates the pause probes");
   } else {
     std::printf("\nStop-the-world pauses (%zu):\n", sum.pauses.size());
-    for (int k = 0; k < trace::kPauseKindCount; k++) {
+    for (int k = 0; k < JVMTRACE_PAUSE_KIND_COUNT; k++) {
       const Stats& s = d.pause_ns[k];
       std::printf("  %-8s n=%-6" PRIu64 " total=%10.3f ms  p50=%8.3f ms  p99=%8.3f ms  max=%8.3f ms\n",
                   trace::pause_kind_name(k), s.n, s.sum / 1e6, s.p50 / 1e6, s.p99 / 1e6, s.max / 1e6);
@@ -264,39 +266,23 @@ void print_report(analysis::TraceSummary& sum, bool json, double interval, int t
 int check(const trace::TraceReader& reader, const trace::ReadStatus& st, const analysis::ConsistencyCheck& ck,
           bool json, const char* path) {
   if (json) {
-    std::string s = "{\"status\": \"" + json_escape(st.describe()) + "\", \"events\": " + std::to_string(ck.events()) +
-                    ", \"violations\": " + std::to_string(ck.violation_count()) + ", \"checks\": {";
-    bool first = true;
-    for (const auto& [name, n] : ck.checked()) {
-      s += std::string(first ? "" : ", ") + "\"" + name + "\": " + std::to_string(n);
-      first = false;
-    }
-    s += "}, \"growth_slack_bytes\": " + std::to_string(ck.growth_slack_bytes()) + ", \"stretches\": [";
-    first = true;
-    for (const auto& x : ck.stretches()) {
-      s += std::string(first ? "" : ", ") + "{\"from_gc\": " + std::to_string(x.from_gc) + ", \"to_gc\": " +
-           std::to_string(x.to_gc) + ", \"offset\": " + std::to_string(x.offset) + ", \"growth\": " +
-           std::to_string(x.growth) + ", \"allocated\": " + std::to_string(x.allocated) + ", \"checked\": " +
-           (x.checked ? "true" : "false") + "}";
-      first = false;
-    }
-    s += "], \"found\": [";
-    first = true;
-    for (const auto& v : ck.violations()) {
-      s += std::string(first ? "" : ", ") + "{\"offset\": " + std::to_string(v.offset) + ", \"check\": \"" + v.check +
-           "\", \"what\": \"" + json_escape(v.what) + "\"}";
-      first = false;
-    }
-    s += "], \"notes\": [";
-    first = true;
-    for (const auto& n : ck.notes()) {
-      s += std::string(first ? "" : ", ") + "\"" + json_escape(n) + "\"";
-      first = false;
-    }
-    std::printf("%s]}\n", s.c_str());
+    Json j = {{"status", st.describe()}, {"events", ck.events()}, {"violations", ck.violation_count()}};
+    Json& checks = j["checks"] = Json::object();
+    for (const auto& [name, n] : ck.checked()) checks[name] = n;
+    j["growth_slack_bytes"] = ck.growth_slack_bytes();
+    Json& stretches = j["stretches"] = Json::array();
+    for (const auto& x : ck.stretches())
+      stretches.push_back({{"from_gc", x.from_gc}, {"to_gc", x.to_gc}, {"offset", x.offset}, {"growth", x.growth},
+                           {"allocated", x.allocated}, {"checked", x.checked}});
+    Json& found = j["found"] = Json::array();
+    for (const auto& v : ck.violations()) found.push_back({{"offset", v.offset}, {"check", v.check}, {"what", v.what}});
+    j["notes"] = ck.notes();
+    std::printf("%s\n", json_text(j).c_str());
   } else {
-    std::printf("jvmtrace report --check: %s\n  PID %s, %s mode; %" PRIu64 " events; trace %s\n", path,
-                reader.meta_value("pid").c_str(), reader.meta_value("mode").c_str(), ck.events(), st.describe().c_str());
+    // The meta values are the trace file's: escaped like every name it holds.
+    std::printf("jvmtrace report --check: %s\n  PID %s, %s mode; %" PRIu64 " events; trace %s\n", printable(path).c_str(),
+                printable(trace::meta_escape(reader.meta_value("pid"))).c_str(),
+                printable(trace::meta_escape(reader.meta_value("mode"))).c_str(), ck.events(), st.describe().c_str());
     std::printf("  checks run:");
     for (const auto& [name, n] : ck.checked()) std::printf(" %s=%" PRIu64, name.c_str(), n);
     uint64_t checked = 0;

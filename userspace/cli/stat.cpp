@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/json.h"
 #include "cli/common.h"
 #include "attach/launch.h"
 #include "cli/histogram.h"
@@ -337,36 +338,28 @@ class StatSession {
   }
 
   void print_json(double seconds) {
-    std::string s = "{\"pid\": " + std::to_string(o_.pid) + ", \"seconds\": " + std::to_string(seconds) +
-                    ", \"mode\": \"" + (stock_ ? "stock" : "usdt") + "\", \"slow_path_probes\": " + (slow_path_ && !stock_ ? "true" : "false") +
-                    (stock_ ? std::string() : std::string(", \"probe_set\": \"") + probe_set_ + "\"") +
-                    ", \"pause_probes\": " + (pauses_ ? "true" : "false") + ", \"counters\": {";
-    for (int c = 0; c < JT_COUNTER_COUNT; c++)
-      s += std::string(c ? ", " : "") + "\"" + kCounterNames[c] + "\": " + std::to_string(counters_[c]);
-    s += std::string(", \"") + kMalformedName + "\": " + std::to_string(malformed_notices_);
-    s += "}, \"histograms\": {";
-    for (int h = 0, n = 0; h < JT_HIST_COUNT; h++)
+    Json j = {{"pid", o_.pid}, {"seconds", seconds}, {"mode", stock_ ? "stock" : "usdt"},
+              {"slow_path_probes", slow_path_ && !stock_}};
+    if (!stock_) j["probe_set"] = probe_set_;
+    j["pause_probes"] = pauses_;
+    Json& counters = j["counters"] = Json::object();
+    for (int c = 0; c < JT_COUNTER_COUNT; c++) counters[kCounterNames[c]] = counters_[c];
+    counters[kMalformedName] = malformed_notices_;
+    Json& hists = j["histograms"] = Json::object();
+    for (int h = 0; h < JT_HIST_COUNT; h++)
       if (shown(h, pauses_))
-        s += std::string(n++ ? ", " : "") + "\"" + kHists[h].name + "\": " +
-             log2_hist_json(hists_[h].slots, JT_HIST_SLOTS, kHists[h].unit, kHists[h].divisor, hists_[h].sum);
-    s += "}, \"threads\": [";
-    for (size_t i = 0; i < threads_.size(); i++) {
-      const auto& t = threads_[i];
-      s += std::string(i ? ", " : "") + "{\"tid\": " + std::to_string(t.tid) + ", \"comm\": \"" +
-           json_escape(t.comm) + "\", \"tlab_refills\": " + std::to_string(t.v.tlab_refills) +
-           ", \"tlab_bytes\": " + std::to_string(t.v.tlab_bytes) + ", \"outside_allocs\": " +
-           std::to_string(t.v.outside_allocs) + ", \"outside_bytes\": " + std::to_string(t.v.outside_bytes) + "}";
-    }
-    s += "], \"classes\": [";
-    for (size_t i = 0; i < classes_.size(); i++) {
-      const auto& c = classes_[i];
-      s += std::string(i ? ", " : "") + "{\"class\": \"" + json_escape(c.name) +
-           "\", \"tlab_refills\": " + std::to_string(c.v.tlab_refills) + ", \"tlab_bytes\": " +
-           std::to_string(c.v.tlab_bytes) + ", \"outside_allocs\": " + std::to_string(c.v.outside_allocs) +
-           ", \"outside_bytes\": " + std::to_string(c.v.outside_bytes) + "}";
-    }
-    s += "]}";
-    std::fprintf(o_.out, "%s\n", s.c_str());
+        hists[kHists[h].name] =
+            log2_hist_json(hists_[h].slots, JT_HIST_SLOTS, kHists[h].unit, kHists[h].divisor, hists_[h].sum);
+    Json& threads = j["threads"] = Json::array();
+    for (const auto& t : threads_)
+      threads.push_back({{"tid", t.tid}, {"comm", t.comm}, {"tlab_refills", t.v.tlab_refills},
+                         {"tlab_bytes", t.v.tlab_bytes}, {"outside_allocs", t.v.outside_allocs},
+                         {"outside_bytes", t.v.outside_bytes}});
+    Json& classes = j["classes"] = Json::array();
+    for (const auto& c : classes_)
+      classes.push_back({{"class", c.name}, {"tlab_refills", c.v.tlab_refills}, {"tlab_bytes", c.v.tlab_bytes},
+                         {"outside_allocs", c.v.outside_allocs}, {"outside_bytes", c.v.outside_bytes}});
+    std::fprintf(o_.out, "%s\n", json_text(j).c_str());
   }
 
   const Options& o_;

@@ -29,7 +29,7 @@ constexpr uint8_t kDestMask = 0x03;
 constexpr uint8_t kGcIdDiffers = 0x04;
 
 uint64_t implied_exit_address(uint64_t outcome, uint64_t refill_start) {
-  return outcome == 1 || outcome == 3 ? refill_start : 0;
+  return jvmtrace_slow_new_tlab(outcome) ? refill_start : 0;
 }
 
 void put_text(std::string* out, const std::string& s, uint64_t max) {

@@ -115,12 +115,23 @@ const ProbeInfo& probe_info(uint16_t probe);
 
 // gc__start/end's kind, gc__pause__start/end's kind and alloc__slow__exit's
 // outcome, in words.
+// The values are usdt/jvmtrace_abi.h's (included through jvmtrace_events.h).
 inline const char* gc_kind_name(uint64_t k) {
-  return k == 0 ? "young" : k == 1 ? "full" : k == 2 ? "concurrent" : "?";
+  switch (k) {
+    case JVMTRACE_GC_YOUNG: return "young";
+    case JVMTRACE_GC_FULL: return "full";
+    case JVMTRACE_GC_CONCURRENT: return "concurrent";
+  }
+  return "?";
 }
-enum PauseKind : uint8_t { kPauseYoung = 0, kPauseFull = 1, kPauseRemark = 2, kPauseCleanup = 3, kPauseKindCount };
 inline const char* pause_kind_name(uint64_t k) {
-  return k == 0 ? "young" : k == 1 ? "full" : k == 2 ? "remark" : k == 3 ? "cleanup" : "?";
+  switch (k) {
+    case JVMTRACE_PAUSE_YOUNG: return "young";
+    case JVMTRACE_PAUSE_FULL: return "full";
+    case JVMTRACE_PAUSE_REMARK: return "remark";
+    case JVMTRACE_PAUSE_CLEANUP: return "cleanup";
+  }
+  return "?";
 }
 // A pause as -Xlog:gc titles it: HotSpot's title, then its cause in
 // parentheses unless the title has it already (G1's young title does from
@@ -131,9 +142,15 @@ inline std::string pause_title(const std::string& name, const std::string& cause
   return name + " (" + cause + ")";
 }
 inline const char* slow_outcome_name(uint64_t o) {
-  static const char* const n[] = {"failed", "new_tlab", "outside_tlab", "new_tlab_after_gc", "outside_tlab_after_gc",
-                                  "current_tlab"};
-  return o < 6 ? n[o] : "unknown";
+  switch (o) {
+    case JVMTRACE_SLOW_FAILED: return "failed";
+    case JVMTRACE_SLOW_NEW_TLAB: return "new_tlab";
+    case JVMTRACE_SLOW_OUTSIDE_TLAB: return "outside_tlab";
+    case JVMTRACE_SLOW_NEW_TLAB_AFTER_GC: return "new_tlab_after_gc";
+    case JVMTRACE_SLOW_OUTSIDE_TLAB_AFTER_GC: return "outside_tlab_after_gc";
+    case JVMTRACE_SLOW_CURRENT_TLAB: return "current_tlab";
+  }
+  return "unknown";
 }
 
 }  // namespace jvmtrace::trace

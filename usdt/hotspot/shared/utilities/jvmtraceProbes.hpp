@@ -42,61 +42,18 @@
 #undef _SDT_NOP
 #define _SDT_NOP %{disp8%} nopl 0(%%rax,%%rax,1)
 
-// Values of the enum-like probe arguments; see jvmtrace.d.
-enum JvmtraceSlowOutcome {
-  JVMTRACE_SLOW_FAILED               = 0,
-  JVMTRACE_SLOW_NEW_TLAB             = 1,
-  JVMTRACE_SLOW_OUTSIDE_TLAB         = 2,
-  JVMTRACE_SLOW_NEW_TLAB_AFTER_GC    = 3,
-  JVMTRACE_SLOW_OUTSIDE_TLAB_AFTER_GC = 4,
-  JVMTRACE_SLOW_CURRENT_TLAB         = 5
-};
-enum JvmtraceGCKind { JVMTRACE_GC_YOUNG = 0, JVMTRACE_GC_FULL = 1, JVMTRACE_GC_CONCURRENT = 2 };
-enum JvmtraceDest { JVMTRACE_DEST_YOUNG = 0, JVMTRACE_DEST_OLD = 1 };
-enum JvmtracePauseKind {
-  JVMTRACE_PAUSE_YOUNG   = 0,  // every young pause (G1: Normal, Concurrent Start, Prepare Mixed, Mixed)
-  JVMTRACE_PAUSE_FULL    = 1,
-  JVMTRACE_PAUSE_REMARK  = 2,  // G1
-  JVMTRACE_PAUSE_CLEANUP = 3   // G1
-};
-
+// The contract's values and record layouts (usdt/jvmtrace_abi.h in the
+// jvmtrace project, installed here by its build script): one declaration
+// for the VM, the BPF programs and user space; HotSpot-style names for
+// the types the VM code uses.
+#include "utilities/jvmtraceAbi.h"
 // plab__batch (see jvmtrace.d): a GC thread's PLAB events, kept while the
 // probe is attached and reported in batches, one probe hit per batch.
-enum JvmtracePlabRecordKind {
-  JVMTRACE_PLAB_REC_ALLOC  = 0,
-  JVMTRACE_PLAB_REC_RETIRE = 1,
-  JVMTRACE_PLAB_REC_DIRECT = 2
-};
-struct JvmtracePlabRecord {
-  uint64_t ts_ns;
-  uint64_t address;
-  uint64_t bytes;
-  uint64_t used_bytes;
-  uint32_t gc_id;
-  int32_t  tid;
-  uint8_t  kind;
-  uint8_t  dest;
-  uint8_t  pad[6];
-};
-STATIC_ASSERT(sizeof(JvmtracePlabRecord) == 48);  // the contract's layout
-
+typedef enum jvmtrace_plab_record_kind JvmtracePlabRecordKind;
+typedef struct jvmtrace_plab_record JvmtracePlabRecord;
 // alloc__batch (see jvmtrace.d): a mutator thread's slow paths, one record
 // each, kept while the probe is attached and reported in batches.
-struct JvmtraceAllocRecord {
-  uint64_t start_ns;
-  uint64_t end_ns;
-  uint64_t address;
-  uint64_t alloc_bytes;
-  uint64_t tlab_bytes;
-  uint64_t retired_waste_bytes;
-  uint64_t class_name;
-  uint32_t gcs;
-  int32_t  tid;
-  uint32_t class_name_len;
-  uint8_t  outcome;
-  uint8_t  pad[3];
-};
-STATIC_ASSERT(sizeof(JvmtraceAllocRecord) == 72);  // the contract's layout
+typedef struct jvmtrace_alloc_record JvmtraceAllocRecord;
 
 // Appends r to the calling JavaThread's batch, in _thread_in_vm (out of
 // line: jvmtraceProbes.cpp).  Only while alloc__batch is attached.
@@ -125,12 +82,14 @@ inline int32_t jvmtrace_tid(const Thread* t) {
   return os != nullptr ? (int32_t)os->thread_id() : 0;
 }
 
+#define JVMTRACE_GC_NAME_CASE(n) case n:
 inline uint32_t jvmtrace_gc_kind(GCName name) {
   switch (name) {
-    case ParallelScavenge: case DefNew: case G1New: return JVMTRACE_GC_YOUNG;
-    case ParallelOld: case SerialOld: case G1Full: return JVMTRACE_GC_FULL;
-    default:                                        return JVMTRACE_GC_CONCURRENT;
+    JVMTRACE_YOUNG_COLLECTORS(JVMTRACE_GC_NAME_CASE) return JVMTRACE_GC_YOUNG;
+    JVMTRACE_FULL_COLLECTORS(JVMTRACE_GC_NAME_CASE)  return JVMTRACE_GC_FULL;
+    default:                                         return JVMTRACE_GC_CONCURRENT;
   }
 }
+#undef JVMTRACE_GC_NAME_CASE
 
 #endif // SHARE_UTILITIES_JVMTRACEPROBES_HPP
