@@ -73,7 +73,14 @@ def test_attach_detach_leaves_nothing_behind(jdks, patched_libjvm, java_classes)
                 assert st == {(0, nop5)}, (name, st)
 
         bt.send_signal(subprocess.signal.SIGINT)
-        bt.wait(30)
+        try:
+            bt.wait(30)
+        except subprocess.TimeoutExpired:
+            # Seen once in CI, under load: bpftrace 0.17 still running 30 s
+            # after its SIGINT (notes.md).  A second one ends it; what is
+            # checked is the JVM's state after the tracer is gone.
+            bt.send_signal(subprocess.signal.SIGINT)
+            bt.wait(30)
         # The kernel may finish unregistering a uprobe a moment after the
         # tracer exits: allow it a bounded time, then nothing may be left.
         import time
