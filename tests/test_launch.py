@@ -352,7 +352,8 @@ def test_usage_of_the_form(tmp_path):
                       (["stat", "-p", "1", "--", "java"], "-p PID and -- COMMAND exclude each other"),
                       (["stat", "--"], "no COMMAND after --"),
                       (["record", "-o", "x", "java", "-version"], "unexpected argument 'java' (a command to run goes after --)"),
-                      (["record", "--", "java"], "-o FILE and either -p PID or -- COMMAND are required"),
+                      (["record", "--", "java"], "-o FILE is required"),
+                      (["record", "-o", "x"], "-p PID or -- COMMAND is required"),
                       (["stat", "-p", "1", "--launch-timeout", "5"], "--launch-timeout goes with -- COMMAND")):
         r = run(args, cwd=tmp_path)
         assert r.returncode == 2 and msg.encode() in r.stderr, (args, r.stderr)

@@ -20,6 +20,8 @@
 #include <map>
 #include <sstream>
 
+#include "base/clock.h"
+
 extern char** environ;
 
 namespace jvmtrace {
@@ -27,12 +29,6 @@ namespace jvmtrace {
 const char* const kHoldFlags[2] = {"-XX:+UnlockDiagnosticVMOptions", "-XX:+PauseAtStartup"};
 
 namespace {
-
-uint64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
-}
 
 // The signals a user stops a program with.  Sent to jvmtrace by a process
 // (kill: si_code <= 0) they are passed to COMMAND, as if jvmtrace were not
@@ -348,7 +344,7 @@ bool Launch::command_exited() {
 }
 
 pid_t Launch::wait_for_jvm(double timeout_s) {
-  const uint64_t deadline = mono_ns() + static_cast<uint64_t>(timeout_s * 1e9);
+  const uint64_t deadline = monotonic_ns() + static_cast<uint64_t>(timeout_s * 1e9);
   for (;;) {
     const std::vector<Held> h = held();
     if (!h.empty()) {
@@ -381,7 +377,7 @@ pid_t Launch::wait_for_jvm(double timeout_s) {
         return 0;
       }
     }
-    if (mono_ns() >= deadline) {
+    if (monotonic_ns() >= deadline) {
       std::fprintf(stderr, "%s: no JVM of %s (PID %d) was held at start-up within %g s: not a Java program, "
                    "or one that started java without its environment (JDK_JAVA_OPTIONS); tracing nothing, "
                    "waiting for it to exit (a JVM it starts later is let go untraced)\n",
@@ -427,7 +423,7 @@ void Launch::let_go_others() {
 }
 
 void Launch::tick() {
-  const uint64_t now = mono_ns();
+  const uint64_t now = monotonic_ns();
   if (now < next_scan_ns_) return;
   next_scan_ns_ = now + 100000000;
   let_go_others();

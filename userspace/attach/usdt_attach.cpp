@@ -1,7 +1,5 @@
 #include "attach/usdt_attach.h"
 
-#include "process/target.h"
-
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
@@ -10,6 +8,9 @@
 #include <string>
 
 #include <unistd.h>
+
+#include "base/clock.h"
+#include "process/target.h"
 
 namespace jvmtrace {
 

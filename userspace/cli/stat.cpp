@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/json.h"
 #include "cli/common.h"
 #include "attach/launch.h"
@@ -585,32 +586,10 @@ int stat_command(int argc, char** argv) {
       default: usage(stderr); return 2;
     }
   }
-  char** command = command_follows(argc, argv, optind, last_optarg) ? argv + optind : nullptr;
-  if (!command && optind < argc) {
-    std::fprintf(stderr, "jvmtrace stat: unexpected argument '%s' (a command to run goes after --)\n", argv[optind]);
-    usage(stderr);
+  char** command = nullptr;
+  if (!target_arguments("jvmtrace stat", argc, argv, optind, last_optarg, o.pid, o.launch_timeout_set, &command,
+                        usage))
     return 2;
-  }
-  if (command && !*command) {
-    std::fprintf(stderr, "jvmtrace stat: no COMMAND after --\n");
-    usage(stderr);
-    return 2;
-  }
-  if (command && o.pid) {
-    std::fprintf(stderr, "jvmtrace stat: -p PID and -- COMMAND exclude each other: attach to a running JVM, or "
-                 "start one\n");
-    usage(stderr);
-    return 2;
-  }
-  if (!o.pid && !command) {
-    std::fprintf(stderr, "jvmtrace stat: -p PID or -- COMMAND is required\n");
-    usage(stderr);
-    return 2;
-  }
-  if (o.launch_timeout_set && !command) {
-    std::fprintf(stderr, "jvmtrace stat: --launch-timeout goes with -- COMMAND\n");
-    return 2;
-  }
   if (!command) {
     // From here on Ctrl-C (or the daemon's detach) ends the command through
     // its cleanup path, even while it is still attaching.

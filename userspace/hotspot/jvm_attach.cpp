@@ -23,18 +23,14 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/clock.h"
+
 namespace jvmtrace {
 
 namespace {
 
 // What the child reports back, at most: a jcmd's first lines are enough.
 constexpr size_t kMaxReport = 4096;
-
-uint64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
-}
 
 int pidfd_open(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
 int pidfd_signal(int pidfd, int sig) { return static_cast<int>(syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0)); }
@@ -85,7 +81,7 @@ void confine(int report, int pidfd, pid_t pid, const ProcessCreds& c) {
 bool wait_for_socket(const std::string& sock, int pidfd, uint64_t deadline, struct stat* st) {
   useconds_t delay = 5000;
   while (lstat(sock.c_str(), st) != 0) {
-    if (mono_ns() >= deadline || pidfd_signal(pidfd, 0) != 0) return false;
+    if (monotonic_ns() >= deadline || pidfd_signal(pidfd, 0) != 0) return false;
     usleep(delay);
     delay = std::min<useconds_t>(delay * 2, 100000);
   }
@@ -139,7 +135,7 @@ bool wait_for_socket(const std::string& sock, int pidfd, uint64_t deadline, stru
 
   const int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0) child_exit(report, AttachStatus::kFailed, errno_text("socket"));
-  const uint64_t now = mono_ns();
+  const uint64_t now = monotonic_ns();
   const uint64_t left = deadline > now ? deadline - now : 1000000;
   timeval tv{static_cast<time_t>(left / 1000000000ull), static_cast<suseconds_t>(left % 1000000000ull / 1000)};
   setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -277,7 +273,7 @@ bool AttachOperation::start(pid_t pid, const std::string& command, double timeou
     finish_with(AttachStatus::kFailed, errno_text("pipe"));
     return false;
   }
-  const uint64_t deadline = mono_ns() + static_cast<uint64_t>(timeout_s * 1e9);
+  const uint64_t deadline = monotonic_ns() + static_cast<uint64_t>(timeout_s * 1e9);
   const pid_t c = fork();
   if (c < 0) {
     close(fds[0]);
@@ -320,7 +316,7 @@ bool AttachOperation::poll(bool wait) {
     }
     // The child keeps its own deadline; this one is for a child stuck in
     // a system call (a hung file system).
-    if (mono_ns() > deadline_ns_ + 2000000000ull) {
+    if (monotonic_ns() > deadline_ns_ + 2000000000ull) {
       kill(child_, SIGKILL);
       waitpid(child_, nullptr, 0);
       child_ = -1;

@@ -15,15 +15,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/clock.h"
+#include "process/target.h"
+
 namespace jvmtrace {
 
 namespace {
-
-uint64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
-}
 
 // "long AllocWorker.work(int)" -> "AllocWorker.work"; "Interpreter" stays.
 std::string java_name(const std::string& s) {
@@ -58,21 +55,12 @@ StackSymbolizer::~StackSymbolizer() {
 
 void StackSymbolizer::read_maps() {
   maps_.clear();
-  std::ifstream in("/proc/" + std::to_string(pid_) + "/maps");
-  std::string line;
-  while (std::getline(in, line)) {
-    uint64_t start, end, offset;
-    char perms[8];
-    int path_at = 0;
-    if (std::sscanf(line.c_str(), "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &start, &end, perms, &offset,
-                    &path_at) < 4 || perms[2] != 'x')
-      continue;
-    std::string path = path_at > 0 && static_cast<size_t>(path_at) < line.size() ? line.substr(path_at) : "";
-    if (!path.empty() && path[0] != '/') path.clear();  // [vdso], [stack]: no file
-    maps_.push_back({start, end, offset, path});
-  }
+  for (const jvmtrace::Mapping& m : process_maps(pid_)) {
+    if (m.perms.size() < 3 || m.perms[2] != 'x') continue;
+    maps_.push_back({m.start, m.end, m.offset, m.path.empty() || m.path[0] != '/' ? std::string() : m.path});
+  }  // [vdso], [stack]: no file
   std::sort(maps_.begin(), maps_.end(), [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
-  maps_read_ns_ = mono_ns();
+  maps_read_ns_ = monotonic_ns();
 }
 
 const StackSymbolizer::Mapping* StackSymbolizer::mapping(uint64_t ip) {
@@ -81,7 +69,7 @@ const StackSymbolizer::Mapping* StackSymbolizer::mapping(uint64_t ip) {
     if (it != maps_.begin() && ip < std::prev(it)->end) return &*std::prev(it);
     // New code (a library loaded, the code cache grown): re-read, at most
     // ten times a second.
-    if (attempt == 0 && mono_ns() - maps_read_ns_ > 100000000) read_maps();
+    if (attempt == 0 && monotonic_ns() - maps_read_ns_ > 100000000) read_maps();
     else break;
   }
   return nullptr;
@@ -200,7 +188,7 @@ bool StackSymbolizer::perf_map_fit_to_write(std::string* why) const {
 
 bool PerfMapRefresher::start(double timeout_s) {
   if (op_.running()) return false;
-  last_start_ns_ = mono_ns();
+  last_start_ns_ = monotonic_ns();
   // HotSpot opens the file with fopen("w") from VM code: a FIFO planted
   // there would stall its attach listener (and, at exit, the whole VM at
   // its last safepoint); a symlink would redirect the JVM's write.
@@ -209,7 +197,7 @@ bool PerfMapRefresher::start(double timeout_s) {
     why += ": the JVM is not asked to write its perf map";
     if (problem_ != why) std::fprintf(stderr, "jvmtrace record: perf map: %s\n", why.c_str());
     problem_ = why;
-    backoff_until_ns_ = mono_ns() + interval_ns_;
+    backoff_until_ns_ = monotonic_ns() + interval_ns_;
     return false;
   }
   if (op_.start(pid_, "Compiler.perfmap", timeout_s)) return true;
@@ -235,7 +223,7 @@ bool PerfMapRefresher::finished() {
       if (problem_ != op_.message())
         std::fprintf(stderr, "jvmtrace record: perf map: %s\n", op_.message().c_str());
       problem_ = op_.message();
-      backoff_until_ns_ = mono_ns() + interval_ns_;
+      backoff_until_ns_ = monotonic_ns() + interval_ns_;
       return false;
   }
 }

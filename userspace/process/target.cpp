@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cinttypes>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -16,22 +17,45 @@
 
 namespace jvmtrace {
 
-std::string find_libjvm(pid_t pid) {
+std::vector<Mapping> process_maps(pid_t pid) {
+  std::vector<Mapping> out;
   std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
   std::string line;
-  static const std::string kLib = "/libjvm.so";
   while (std::getline(maps, line)) {
-    auto slash = line.find('/');
-    if (slash == std::string::npos || line.size() < kLib.size()) continue;
-    if (line.compare(line.size() - kLib.size(), kLib.size(), kLib) != 0) continue;
+    // start-end perms offset dev inode [path]; the path may hold spaces.
+    unsigned long long start = 0, end = 0, offset = 0;
+    char perms[8];
+    int path_at = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &offset, &path_at) < 4)
+      continue;
+    Mapping m{start, end, offset, perms, {}};
+    if (path_at > 0 && static_cast<size_t>(path_at) < line.size()) m.path = line.substr(path_at);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+namespace {
+bool is_libjvm(const Mapping& m) {
+  static const std::string kLib = "/libjvm.so";
+  return m.path.size() >= kLib.size() && m.path[0] == '/' &&
+         m.path.compare(m.path.size() - kLib.size(), kLib.size(), kLib) == 0;
+}
+}  // namespace
+
+std::string find_libjvm(pid_t pid) {
+  for (const Mapping& m : process_maps(pid)) {
+    if (!is_libjvm(m)) continue;
     const std::string proc = "/proc/" + std::to_string(pid);
-    const std::string via_root = proc + "/root" + line.substr(slash);
+    const std::string via_root = proc + "/root" + m.path;
     if (::access(via_root.c_str(), F_OK) == 0) return via_root;
     // The maps text names the file from the root of the target's mount
     // namespace, which /proc/PID/root does not lead back to when the target
     // also chrooted inside it (unshare, then chroot into a directory with
     // bind mounts): then map_files, the mapped file itself.
-    const std::string mapped = proc + "/map_files/" + line.substr(0, line.find(' '));
+    char range[48];
+    std::snprintf(range, sizeof range, "%" PRIx64 "-%" PRIx64, m.start, m.end);
+    const std::string mapped = proc + "/map_files/" + range;
     if (::access(mapped.c_str(), F_OK) == 0) return mapped;
     return via_root;  // what errors then name
   }
@@ -39,24 +63,9 @@ std::string find_libjvm(pid_t pid) {
 }
 
 uint64_t libjvm_map_start(pid_t pid) {
-  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
-  std::string line;
-  static const std::string kLib = "/libjvm.so";
-  while (std::getline(maps, line)) {
-    if (line.size() < kLib.size() || line.compare(line.size() - kLib.size(), kLib.size(), kLib) != 0) continue;
-    // start-end perms offset dev inode path
-    unsigned long long start = 0, end = 0, offset = 1;
-    char perms[8];
-    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx", &start, &end, perms, &offset) == 4 && offset == 0)
-      return start;
-  }
+  for (const Mapping& m : process_maps(pid))
+    if (is_libjvm(m) && m.offset == 0) return m.start;
   return 0;
-}
-
-uint64_t clock_ns(clockid_t c) {
-  timespec ts;
-  clock_gettime(c, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
 }
 
 bool process_alive(pid_t pid) {

@@ -7,8 +7,19 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace jvmtrace {
+
+// One line of /proc/PID/maps.  path: the file as the target's mount
+// namespace names it ("" for anonymous memory, "[vdso]" and the like kept).
+struct Mapping {
+  uint64_t start = 0, end = 0, offset = 0;
+  std::string perms;
+  std::string path;
+};
+// PID's mappings in address order; empty if its maps cannot be read.
+std::vector<Mapping> process_maps(pid_t pid);
 
 // The libjvm.so that PID has mapped, as a path reachable from here: through
 // /proc/PID/root, so a JVM in another mount namespace (a container) works.
@@ -21,10 +32,6 @@ uint64_t libjvm_map_start(pid_t pid);
 
 // True while PID exists (a zombie counts as gone).
 bool process_alive(pid_t pid);
-
-// Clock c (CLOCK_MONOTONIC: the clock of bpf_ktime_get_ns() and of the
-// VM's os::javaTimeNanos()) in nanoseconds.
-uint64_t clock_ns(clockid_t c);
 
 // Up to len bytes at addr in PID's memory; empty on failure.
 std::string read_process_memory(pid_t pid, uint64_t addr, size_t len);

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/clock.h"
 #include "trace/crc32c.h"
 
 namespace jvmtrace::trace {
@@ -20,12 +21,6 @@ void put_le32(char* p, uint32_t v) {
 }
 void put_le64(char* p, uint64_t v) {
   for (int i = 0; i < 8; i++) p[i] = static_cast<char>(v >> (8 * i));
-}
-
-uint64_t monotonic_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
 }
 
 // Writes all of buf; false with errno on failure.

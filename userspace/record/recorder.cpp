@@ -1,0 +1,316 @@
+#include "record/recorder.h"
+
+#include <bpf/bpf.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "process/target.h"
+
+namespace jvmtrace {
+
+int Recorder::on_event(void* ctx, void* data, size_t size) {
+  auto* self = static_cast<Recorder*>(ctx);
+  if (self->before_first_) {
+    self->before_first_();
+    self->before_first_ = nullptr;
+  }
+  if (size < JT_EVENT_SIZE(0)) {  // not even a header: an event lost, counted
+    self->malformed_++;
+    return 0;
+  }
+  self->add(*static_cast<const jt_event*>(data), size);
+  return 0;
+}
+
+void Recorder::add(const jt_event& k, size_t size) {
+  const bool has_stack = k.probe & JT_EVENT_HAS_STACK;
+  const uint16_t probe = k.probe & ~JT_EVENT_HAS_STACK;
+  if (probe == JT_K_PLAB_BATCH) return add_plab_batch(k, size, has_stack);
+  flush_plab_events();
+  if (probe == JT_K_ALLOC_SLOW) return add_alloc_slow(k, size, has_stack);
+  if (probe == JT_K_ALLOC_BATCH) return add_alloc_batch(k, size, has_stack);
+  const bool pause = probe == JT_GC_PAUSE_START || probe == JT_GC_PAUSE_END;
+  if (probe >= JT_PROBE_COUNT || k.nargs > JT_EVENT_MAX_ARGS ||
+      size < static_cast<size_t>(JT_EVENT_SIZE(k.nargs + (has_stack ? 1 : 0))) ||
+      (pause && (k.nargs != 6 || has_stack || size < JT_PAUSE_EVENT_SIZE))) {
+    malformed_++;
+    return;
+  }
+  trace::Event e;
+  e.ts_ns = k.ts_ns;
+  e.probe = probe;
+  e.thread = thread(k.tid);
+  for (int i = 0; i < k.nargs; i++) e.a[i] = k.args[i];
+  switch (probe) {
+    case JT_TLAB_REFILL:  // class name pointer, length at 3, 4
+      e.a[3] = klass(k.args[3], k.args[4]);
+      e.a[4] = 0;
+      break;
+    case JT_ALLOC_SLOW_ENTER:  // at 1, 2
+      e.a[1] = klass(k.args[1], k.args[2]);
+      e.a[2] = 0;
+      break;
+    case JT_GC_START:
+    case JT_GC_END:
+      if (stock_) {
+        if (!stock_gc(k, &e)) {  // an end whose start was before the attach (or lost): counted
+          gc_end_unpaired_++;
+          return;
+        }
+      } else {  // name, cause: NUL-terminated
+        e.a[1] = string(k.args[1]);
+        e.a[2] = string(k.args[2]);
+      }
+      break;
+    case JT_GC_PAUSE_START:
+    case JT_GC_PAUSE_END: {  // the name's text follows the arguments
+      const char* name = reinterpret_cast<const char*>(&k) + JT_EVENT_SIZE(6);
+      e.a[1] = text(std::string(name, strnlen(name, JT_PAUSE_NAME_MAX)));
+      e.a[2] = string(k.args[2]);
+      break;
+    }
+  }
+  w_->event(e);
+  if (has_stack) w_->event_stack(stack(static_cast<int64_t>(k.args[k.nargs])));
+}
+
+void Recorder::add_alloc_slow(const jt_event& k, size_t size, bool has_stack) {
+  // (an outcome the record's byte cannot hold is no outcome of the contract's)
+  if (k.nargs != 10 || size < static_cast<size_t>(JT_EVENT_SIZE(k.nargs + (has_stack ? 1 : 0))) ||
+      k.args[3] > UINT8_MAX || k.args[2] > UINT32_MAX) {
+    malformed_++;
+    return;
+  }
+  jvmtrace_alloc_record p{};  // the same slow path as an alloc__batch record
+  p.tid = static_cast<int32_t>(k.tid);
+  p.alloc_bytes = k.args[0];
+  p.class_name = k.args[1];
+  p.class_name_len = static_cast<uint32_t>(k.args[2]);
+  p.outcome = static_cast<uint8_t>(k.args[3]);
+  p.tlab_bytes = k.args[4];
+  p.address = k.args[6];
+  p.retired_waste_bytes = k.args[7];
+  p.gcs = static_cast<uint32_t>(k.args[8]);
+  p.start_ns = k.args[9];
+  p.end_ns = k.ts_ns;
+  write_slow_path(p, has_stack ? stack(static_cast<int64_t>(k.args[10])) : -2);
+}
+
+void Recorder::add_alloc_batch(const jt_event& k, size_t size, bool has_stack) {
+  const size_t head = JT_EVENT_SIZE(3);
+  if (has_stack || k.nargs != 3 || size < head) {
+    malformed_++;
+    return;
+  }
+  const uint64_t count = k.args[1], step = k.args[2];
+  if (step < JVMTRACE_ALLOC_RECORD_BYTES) {  // not the contract's layout: every record lost
+    malformed_ += count;
+    return;
+  }
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(&k) + head;
+  const uint64_t n = std::min<uint64_t>(count, (size - head) / step);
+  for (uint64_t i = 0; i < n; i++) {
+    jvmtrace_alloc_record r;
+    std::memcpy(&r, p + i * step, sizeof r);
+    if (r.end_ns < window_start_ns_ || (window_end_ns_ && r.end_ns > window_end_ns_)) {
+      outside_window_++;
+      continue;
+    }
+    write_slow_path(r, -2);
+  }
+  malformed_ += count - n;  // cut in the kernel, or unreadable there: lost, counted
+}
+
+void Recorder::write_slow_path(const jvmtrace_alloc_record& p, int64_t stack_id) {
+  const uint64_t cls = klass(p.class_name, p.class_name_len);
+  trace::Event e;
+  e.thread = thread(static_cast<uint32_t>(p.tid));
+  if (p.start_ns) {
+    e.ts_ns = p.start_ns;
+    e.probe = JT_ALLOC_SLOW_ENTER;
+    e.a[0] = p.alloc_bytes;
+    e.a[1] = cls;
+    w_->event(e);
+    if (stack_id != -2) w_->event_stack(stack_id);
+  }
+  e = trace::Event{};
+  e.thread = thread(static_cast<uint32_t>(p.tid));
+  e.ts_ns = p.end_ns;
+  if (jvmtrace_slow_new_tlab(p.outcome)) {
+    e.probe = JT_TLAB_REFILL;
+    e.a[0] = p.address;
+    e.a[1] = p.tlab_bytes;
+    e.a[2] = p.alloc_bytes;
+    e.a[3] = cls;
+    e.a[5] = p.retired_waste_bytes;
+    w_->event(e);
+    if (stack_id != -2) w_->event_stack(stack_id);
+    e.a[1] = e.a[3] = e.a[5] = 0;
+  }
+  e.probe = JT_ALLOC_SLOW_EXIT;
+  e.a[0] = p.address;
+  e.a[1] = p.alloc_bytes;
+  e.a[2] = p.outcome;
+  e.a[3] = p.gcs;
+  w_->event(e);
+}
+
+void Recorder::add_plab_batch(const jt_event& k, size_t size, bool has_stack) {
+  const size_t head = JT_EVENT_SIZE(3);
+  if (has_stack || k.nargs != 3 || size < head) {
+    malformed_++;
+    return;
+  }
+  const uint64_t count = k.args[1], step = k.args[2];
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(&k) + head;
+  const size_t avail = size - head;
+  if (step < JVMTRACE_PLAB_RECORD_BYTES) {  // not the contract's layout: every record lost
+    malformed_ += count;
+    return;
+  }
+  const uint64_t n = std::min<uint64_t>(count, avail / step);
+  for (uint64_t i = 0; i < n; i++) {
+    jvmtrace_plab_record r;
+    std::memcpy(&r, p + i * step, sizeof r);
+    trace::Event e;
+    e.ts_ns = r.ts_ns;
+    e.thread = thread(static_cast<uint32_t>(r.tid));
+    e.a[0] = r.gc_id;
+    e.a[1] = r.address;
+    e.a[2] = r.bytes;
+    switch (r.kind) {
+      case JVMTRACE_PLAB_REC_ALLOC:
+        e.probe = JT_PLAB_ALLOC;
+        e.a[3] = r.dest;
+        break;
+      case JVMTRACE_PLAB_REC_RETIRE:
+        e.probe = JT_PLAB_RETIRE;
+        e.a[3] = r.used_bytes;
+        e.a[4] = r.bytes - r.used_bytes;
+        e.a[5] = r.dest;
+        break;
+      case JVMTRACE_PLAB_REC_DIRECT:
+        e.probe = JT_PROMOTE_DIRECT;
+        e.a[3] = r.dest;
+        break;
+      default:
+        malformed_++;
+        continue;
+    }
+    pending_plab_.push_back(e);
+  }
+  malformed_ += count - n;  // cut in the kernel, or unreadable there: lost, counted
+}
+
+int64_t Recorder::stack(int64_t kid) {
+  if (kid < 0 || stack_map_fd_ < 0) {
+    stacks_missing_++;
+    if (kid < 0) stack_errors_[static_cast<int>(-kid)]++;
+    return -1;
+  }
+  auto it = stack_ids_.find(kid);
+  if (it != stack_ids_.end()) return it->second.id;
+  CachedStack c;
+  const uint64_t key = static_cast<uint64_t>(kid);
+  if (bpf_map_lookup_elem(stack_map_fd_, &key, c.ips) != 0) {
+    stacks_missing_++;
+    return -1;
+  }
+  std::vector<uint64_t> frames = name_stack(&c);
+  c.id = w_->define_stack(frames);
+  stacks_defined_++;
+  // Code the perf map does not know yet: have the map written again soon,
+  // and again while such a stack is in use (a refresh can come before the
+  // JIT finishes, or fail); see perf_map_changed().
+  if (c.unnamed) unnamed_stacks_++;
+  return stack_ids_.emplace(kid, c).first->second.id;
+}
+
+std::vector<uint64_t> Recorder::name_stack(CachedStack* c) {
+  std::vector<uint64_t> frames;
+  const uint64_t unnamed = symbolizer_->unresolved_jit();
+  for (int i = 0; i < JT_STACK_DEPTH && c->ips[i]; i++)  // a return address is past its call: -1
+    frames.push_back(text(symbolizer_->frame(i == 0 ? c->ips[i] : c->ips[i] - 1)));
+  if (frames.size() == JT_STACK_DEPTH) frames.push_back(text("[deeper frames not captured]"));
+  c->unnamed = symbolizer_->unresolved_jit() != unnamed;
+  return frames;
+}
+
+bool Recorder::stock_gc(const jt_event& k, trace::Event* e) {
+  const uint64_t tracer = k.args[0];
+  uint64_t id, cause;
+  if (k.probe == JT_GC_START) {
+    id = next_gc_id_++;
+    cause = k.args[2];
+    gc_open_[tracer] = {id, cause};
+  } else {
+    auto it = gc_open_.find(tracer);
+    if (it == gc_open_.end()) return false;
+    id = it->second.first;
+    cause = it->second.second;
+    gc_open_.erase(it);
+  }
+  auto name = gc_names_.find(k.args[1]);
+  if (name == gc_names_.end()) {
+    std::string n = stock_->gc_name(k.args[1]);
+    name = gc_names_.emplace(k.args[1], n.empty() ? "<unknown collector>" : n).first;
+  }
+  e->a[0] = id;
+  e->a[1] = text(name->second);
+  e->a[2] = text("GCCause #" + std::to_string(cause));
+  e->a[3] = gc_kind_of(name->second);
+  e->a[4] = e->a[5] = 0;
+  return true;
+}
+
+uint32_t Recorder::thread(uint32_t tid) {
+  auto it = threads_.find(tid);
+  if (it != threads_.end()) return it->second;
+  std::string name = thread_name(pid_, tid);
+  return threads_.emplace(tid, w_->define_thread(tid, name.empty() ? "<exited>" : name)).first->second;
+}
+
+uint64_t Recorder::klass(uint64_t addr, uint64_t len) {
+  auto key = std::make_pair(addr, len);
+  auto it = classes_.find(key);
+  if (it != classes_.end()) return it->second;
+  std::string name = len ? read_process_memory(pid_, addr, len < 1024 ? len : 1024) : "";
+  if (name.empty()) name = addr ? "<unreadable>" : "<none>";
+  return classes_.emplace(key, w_->define_class(name)).first->second;
+}
+
+uint64_t Recorder::string(uint64_t addr) {
+  auto it = strings_.find(addr);
+  if (it != strings_.end()) return it->second;
+  bool terminated = false;  // an empty string (G1 Remark's cause) is not an unreadable one
+  std::string s = addr ? read_process_string(pid_, addr, 256, &terminated) : "";
+  if (s.empty() && !terminated) s = addr ? "<unreadable>" : "<none>";
+  return strings_.emplace(addr, text(s)).first->second;
+}
+
+void Recorder::flush_plab_events() {
+  if (pending_plab_.empty()) return;
+  std::stable_sort(pending_plab_.begin(), pending_plab_.end(),
+                   [](const trace::Event& a, const trace::Event& b) { return a.ts_ns < b.ts_ns; });
+  for (const trace::Event& e : pending_plab_) w_->event(e);
+  pending_plab_.clear();
+}
+
+void Recorder::perf_map_changed() {
+  unnamed_stacks_ = 0;
+  for (auto it = stack_ids_.begin(); it != stack_ids_.end();) {
+    CachedStack& c = it->second;
+    if (!c.unnamed) {
+      it = stack_ids_.erase(it);
+      continue;
+    }
+    w_->redefine_stack(static_cast<uint32_t>(c.id), name_stack(&c));
+    stacks_renamed_++;
+    if (c.unnamed) unnamed_stacks_++;
+    ++it;
+  }
+}
+
+}  // namespace jvmtrace

@@ -1,0 +1,146 @@
+// The recorder's heart: kernel records from the ring buffer (bpf/
+// jvmtrace_events.h) become trace events (trace/writer.h).  It keeps the
+// thread, class and GC-name tables (each name read from the JVM once, when
+// first seen), expands the batch and combined probes into the events of the
+// probes they stand for, names --stacks stacks, and counts what it could
+// not store.  `jvmtrace record` (cli/record.cpp) owns the BPF side and the
+// poll loop and hands every record to on_event().
+#pragma once
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "attach/stock_attach.h"
+#include "hotspot/stack_symbolizer.h"
+#include "jvmtrace_events.h"
+#include "trace/writer.h"
+
+namespace jvmtrace {
+
+// Turns kernel events into trace events: thread, class and GC-name tables.
+class Recorder {
+ public:
+  Recorder(pid_t pid, trace::TraceWriter* w, const StockTarget* stock) : pid_(pid), w_(w), stock_(stock) {}
+
+  static int on_event(void* ctx, void* data, size_t size);
+
+  // Writes the PLAB events of batches still waiting, in time order.
+  void flush_plab_events();
+  // alloc__batch records count from start_ns (set before the attach) to
+  // end_ns (set as the recording ends; 0: open).
+  void set_window(uint64_t start_ns, uint64_t end_ns) {
+    window_start_ns_ = start_ns;
+    window_end_ns_ = end_ns;
+  }
+  uint64_t window_start_ns() const { return window_start_ns_; }
+  uint64_t outside_window_ = 0;  // alloc__batch records outside it: not recorded, not lost
+  // Called once, before the first event's records are written.
+  void before_first_record(std::function<void()> f) { before_first_ = std::move(f); }
+  void capture_stacks(StackSymbolizer* s, int map_fd) {
+    symbolizer_ = s;
+    stack_map_fd_ = map_fd;
+  }
+  // The perf map changed: JIT code was added, moved or freed.  A stack named
+  // in full is forgotten (its addresses may mean other methods from now on:
+  // its next use is named afresh, as a new stack).  A stack that had unnamed
+  // frames keeps its id and is renamed in the trace: its events happened
+  // just before the code they ran was in the map, so the new names are theirs.
+  void perf_map_changed();
+  bool unnamed_jit() const { return unnamed_stacks_ > 0; }
+  // Events not stored, by cause (trace::LostKind): written as lost records.
+  uint64_t malformed_ = 0, gc_end_unpaired_ = 0;
+  uint64_t stacks_defined_ = 0, stacks_missing_ = 0, stacks_renamed_ = 0;
+  std::map<int, uint64_t> stack_errors_;  // bpf_get_stackid's errno -> how often
+
+ private:
+  void add(const jt_event& k, size_t size);
+
+  // alloc__slow (usdt/jvmtrace.d): the events of the three probes it stands
+  // for, as they would have been recorded (write_slow_path()); the one
+  // stack goes with the enter and the refill.
+  void add_alloc_slow(const jt_event& k, size_t size, bool has_stack);
+
+  // alloc__batch: each record is one slow path, as alloc__slow reports it,
+  // of the thread it names, ending at its end_ns (the VM's clock).  Records
+  // of slow paths that ended outside the recording's window (before the
+  // attach: left in the VM by an earlier tracer; after its end, while the
+  // VM's buffers are drained) are left out, as stat leaves them out.
+  void add_alloc_batch(const jt_event& k, size_t size, bool has_stack);
+
+  // One slow path as the separate probes would have recorded it: the enter
+  // at its start (the VM's clock is the kernel's CLOCK_MONOTONIC; none if
+  // it was not measured, as when an attach comes mid-slow-path), the refill
+  // (new-TLAB outcomes) and the exit at its end.  stack_id: the trace's
+  // stack for the enter and the refill, -2 for none taken.
+  void write_slow_path(const jvmtrace_alloc_record& p, int64_t stack_id);
+
+  uint64_t window_start_ns_ = 0, window_end_ns_ = 0;
+
+  // plab__batch: each record becomes the plab__alloc, plab__retire or
+  // promote__direct event it stands for, at its own time and thread.  The
+  // events wait until the next record that is not a batch (the
+  // collection's gc__end or gc__pause__end at the latest: the VM flushes
+  // every batch before those) and are then written in time order: a PLAB is
+  // often retired by another thread than the one it was handed out to, and
+  // the two threads' batches arrive in either order.
+  void add_plab_batch(const jt_event& k, size_t size, bool has_stack);
+
+  std::vector<trace::Event> pending_plab_;  // from batches, not yet written
+
+  // The trace's id for the kernel's stack id kid (reading and naming the
+  // stack the first time), or -1 when none was captured.
+  int64_t stack(int64_t kid);
+
+  struct CachedStack {
+    uint64_t ips[JT_STACK_DEPTH] = {};
+    int64_t id = -1;
+    bool unnamed = false;  // has a frame in JIT code the perf map did not name
+  };
+
+  // The frames' names (string ids), leaf first.
+  std::vector<uint64_t> name_stack(CachedStack* c);
+
+  // Stock GC events arrive as (tracer object, its vtable, cause number):
+  // number the collections, pair end with start by tracer, name the
+  // collector from the vtable.  False for an end whose start came before
+  // the attach.
+  bool stock_gc(const jt_event& k, trace::Event* e);
+
+  uint64_t text(const std::string& s) {
+    auto it = texts_.find(s);
+    if (it != texts_.end()) return it->second;
+    return texts_.emplace(s, w_->define_string(s)).first->second;
+  }
+
+  uint32_t thread(uint32_t tid);
+
+  // A class is its name's address and length (a HotSpot Symbol's bytes: a
+  // different length at the same address is a different, later Symbol).
+  uint64_t klass(uint64_t addr, uint64_t len);
+
+  uint64_t string(uint64_t addr);
+
+  StackSymbolizer* symbolizer_ = nullptr;
+  int stack_map_fd_ = -1;
+  std::unordered_map<int64_t, CachedStack> stack_ids_;  // by the kernel's stack key (a hash of it)
+  uint64_t unnamed_stacks_ = 0;  // cached stacks with a frame in JIT code the perf map did not name
+  pid_t pid_;
+  trace::TraceWriter* w_;
+  std::unordered_map<uint32_t, uint32_t> threads_;
+  std::map<std::pair<uint64_t, uint64_t>, uint32_t> classes_;
+  std::unordered_map<uint64_t, uint32_t> strings_;
+  const StockTarget* stock_;
+  std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> gc_open_;  // tracer -> (id, cause)
+  std::unordered_map<uint64_t, std::string> gc_names_;                   // vtable -> collector
+  std::unordered_map<std::string, uint32_t> texts_;
+  uint64_t next_gc_id_ = 0;
+  std::function<void()> before_first_;
+};
+
+}  // namespace jvmtrace
