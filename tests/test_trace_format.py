@@ -110,3 +110,18 @@ def test_a_crafted_meta_record_forges_no_json_and_no_terminal_control(tmp_path):
     for args in (["report"], ["report", "--check"], ["dump"]):
         r = subprocess.run([str(JVMTRACE), *args, str(hostile)], capture_output=True, timeout=30)
         assert r.returncode in (0, 4) and b"\x1b" not in r.stdout and b"\x07" not in r.stdout, f"{args}: {r.stdout[:300]}"
+
+
+@pytest.mark.no_root
+def test_an_event_of_an_undefined_thread_is_corrupt_not_a_crash(tmp_path):
+    """tests/fixtures/traces/fuzz-undefined-thread.jvmtrace: what the fuzzer
+    found once it reached the decoder below the checksum (session 9), 1,854
+    bytes whose event names thread index ~4 billion.  The decoder made room
+    for that many threads' state and died of std::bad_alloc; now every
+    reader says where the trace is corrupt, and exits 1."""
+    path = REPO / "tests/fixtures/traces/fuzz-undefined-thread.jvmtrace"
+    for args in (["dump"], ["dump", "--json"], ["report"], ["report", "--check"], ["report", "--json"],
+                 ["export", "--perfetto", "-o", str(tmp_path / "p.json")], ["flame", "-o", str(tmp_path / "f.svg")]):
+        r = subprocess.run([str(JVMTRACE), *args, str(path)], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 1, (args, r.returncode, r.stderr[-500:])
+        assert "corrupt at offset 403: an event of an undefined thread" in r.stderr, (args, r.stderr[-500:])

@@ -323,6 +323,7 @@ bool BlockCodec::get(const uint8_t** pp, const uint8_t* end, Record* r, const ch
       if (v[0] < 15 || v[0] > UINT32_MAX - 1) return fail("bad thread index");
       e.thread = static_cast<uint32_t>(v[0]);
     }
+    if (e.thread >= threads_defined_) return fail("an event of an undefined thread");
     if (!ts(&e.ts_ns)) return fail("a timestamp is cut off");
     r->ts_ns = e.ts_ns;
     ThreadState& t = thread(e.thread);

@@ -51,6 +51,10 @@ class BlockCodec {
   // reader says otherwise): version 1 GC records lack the collection/pause byte.
   void set_version(uint32_t v) { version_ = v; }
   void set_base_ts(uint64_t ts) { base_ts_ = prev_ts_ = ts; have_ts_ = true; }
+  // Reading: how many threads the trace has defined so far.  An event of a
+  // later index is rejected before any per-thread state exists for it (a
+  // hostile index must not make the decoder allocate for four billion).
+  void set_threads_defined(uint64_t n) { threads_defined_ = n; }
 
  private:
   uint32_t version_ = kVersion;
@@ -69,6 +73,7 @@ class BlockCodec {
   uint64_t base_ts_ = 0, prev_ts_ = 0;
   uint64_t tlab_end_ = 0, gc_id_ = 0, heap_used_ = 0, heap_committed_ = 0, promote_end_ = 0;
   std::vector<ThreadState> threads_;
+  uint64_t threads_defined_ = UINT64_MAX;  // writing: its own indices
 };
 
 // Names longer than this are cut when written and rejected when read.

@@ -202,6 +202,7 @@ ReadStatus TraceReader::read(const RecordFn& fn) {
       const char* why = nullptr;
       if (records.size() == nrecords) return bad("more records than the block header says");
       const uint8_t* start = p;
+      codec.set_threads_defined(threads_.size());
       if (!codec.get(&p, end, &r, &why)) return bad(why);
       r.bytes = static_cast<uint32_t>(p - start);
       r.offset = offset + kBlockHeaderSize + static_cast<uint64_t>(start - payload.data());
