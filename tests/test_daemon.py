@@ -134,6 +134,38 @@ def value(samples, name, **labels):
     return hits[0]
 
 
+def settled_metrics(daemon, pid, settle_s=1.5, timeout=60):
+    """The daemon's metrics once the JVM's figures have stopped changing: the
+    same jvmtrace_* values for settle_s (three of the test daemon's 0.5 s
+    stat reports; the JVM is idle, and its batched records have reached the
+    worker).  Fails if they never settle."""
+    def figures():
+        m = parse_exposition(daemon.metrics())
+        return m, {k: v for k, v in m.items() if k[0].startswith("jvmtrace_") and ("pid", str(pid)) in k[1]}
+    deadline = time.monotonic() + timeout
+    m, last = figures()
+    since = time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.25)
+        m, now = figures()
+        if now != last:
+            last, since = now, time.monotonic()
+        elif now and time.monotonic() - since >= settle_s:
+            return m
+    raise AssertionError(f"the metrics of PID {pid} did not settle within {timeout} s")
+
+
+def trace_has_a_block(path, timeout=30):
+    """Waits until the recording at path holds more than its file header (a
+    block of events is on disk)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if os.path.exists(path) and os.path.getsize(path) > 16:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{path} holds no block after {timeout} s")
+
+
 def start_jvm(home, classes, tmp_path, *args, gc="G1"):
     proc = subprocess.Popen(java_cmd(home, classes, gc, 64, "AllocWorker", *args, gc_log=tmp_path / "gc.log"),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -171,9 +203,8 @@ def test_discover_attach_metrics_agree_with_jfr_then_detach_leaves_nothing(daemo
         proc.stdin.write("go\n")
         proc.stdin.flush()
         proc.out.wait_for(lambda l: l == "done", 120, "the workload")
-        time.sleep(1.5)  # two stat reports after the work
-        m = parse_exposition(daemon.metrics())
         pid = str(proc.pid)
+        m = settled_metrics(daemon, pid)
         assert value(m, "jvmtraced_jvms", probes="jvmtrace") >= 1
         logged = parse_gc_log((tmp_path / "gc.log").read_text(), go_uptime_s(proc.out.lines))
         starts = value(m, "jvmtrace_gc_starts_total", pid=pid)
@@ -275,7 +306,7 @@ def test_sigterm_mid_record_flushes_a_complete_trace(tmp_path, jdks, java_classe
         assert r.returncode == 0, r.stdout
         path = r.stdout.split(" -> ")[1].strip()
         assert path.startswith(str(d.dir)) and "/../" not in path
-        time.sleep(1.5)
+        trace_has_a_block(path)
         log = d.stop()
         assert d.proc.returncode == 0 and "stopped" in log
         assert not os.path.exists(d.sock)
@@ -298,7 +329,7 @@ def test_jvm_killed_while_recorded_leaves_a_complete_trace(daemon, jdks, java_cl
         r = daemon.client("attach", proc.pid, "--record")
         assert r.returncode == 0, r.stdout
         trace = r.stdout.split(" -> ")[1].strip()
-        time.sleep(1)
+        trace_has_a_block(trace)
         proc.kill()
         proc.wait(30)
         daemon.log.wait_for(lambda l: f"for PID {proc.pid} ended (exit 0)" in l, 30, "the recording to end")
@@ -493,8 +524,7 @@ def test_jvm_in_its_own_pid_namespace_is_found_and_traced(daemon, jdks, java_cla
         proc.stdin.write("go\n")
         proc.stdin.flush()
         out.wait_for(lambda l: l == "done", 120, "the workload")
-        time.sleep(1.5)
-        m = parse_exposition(daemon.metrics())
+        m = settled_metrics(daemon, host_pid)
         assert value(m, "jvmtrace_tlab_refills_total", pid=str(host_pid)) > 200
     finally:
         proc.kill()

@@ -593,3 +593,36 @@ def test_every_loss_cause_is_counted_stored_and_shown(usdt_fixture, tmp_path):
         assert rep["lost"] == 7 and rep["lost_by_kind"][name] == 7 and rep["lost_by_kind"]["ring_buffer_full"] == 0
         assert f"{words} 7" in jvmtrace("report", edited).stdout
         assert f"# LOST 7 events: {words}" in jvmtrace("dump", edited).stdout
+
+
+def test_stacks_of_a_jvm_whose_tmp_went_with_its_namespace_are_named_from_its_exit_map(jdks17, java_classes,
+                                                                                        tmp_path):
+    """A JVM in a mount namespace of its own with its own /tmp (a container
+    with a tmpfs /tmp), which cannot be attached to (-XX:+DisableAttachMechanism):
+    its JIT code is named only by the perf map HotSpot writes at exit
+    (-XX:+DumpPerfMapAtExit), in a /tmp that is gone with the namespace by the
+    time the recorder reads it.  The recorder holds that directory from the
+    start, so the map is read and the work's bytes sit under
+    AllocWorker.work.  (Before: not one byte was; seen first as the stock-21
+    flame test failing in CI, whose JVMs run in the Debian 13 root.)"""
+    import shutil
+    import tempfile
+    classes = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="jvmtrace-ns-classes-"))  # the JVM's /tmp hides /tmp
+    try:
+        shutil.copytree(java_classes, classes, dirs_exist_ok=True)
+        out = tmp_path / "ns.jvmtrace"
+        java = Path(jdks17["patched"]) / "bin/java"
+        script = (f"mount -t tmpfs none /tmp && exec {java} -XX:+PreserveFramePointer -XX:+UnlockDiagnosticVMOptions "
+                  f"-XX:+DumpPerfMapAtExit -XX:+DisableAttachMechanism -XX:+UseG1GC -Xmx64m -cp {classes} "
+                  f"AllocWorker 20000000")
+        r = subprocess.run([str(JVMTRACE), "record", "-q", "--stacks", "-o", str(out), "--", "unshare", "-m", "sh",
+                            "-c", script], capture_output=True, text=True, timeout=180)
+        assert r.returncode == 0, r.stderr[-2000:]
+        flame = subprocess.run([str(JVMTRACE), "flame", str(out), "-o", "-", "--collapsed"], capture_output=True,
+                               text=True, timeout=60, check=True).stdout
+        lines = [l.rsplit(" ", 1) for l in flame.splitlines()]
+        total = sum(int(n) for _, n in lines)
+        in_work = sum(int(n) for stack, n in lines if "AllocWorker.work_[j]" in stack.split(";"))
+        assert total > 100 << 20 and in_work >= 0.7 * total, (in_work, total, r.stderr[-1500:])
+    finally:
+        shutil.rmtree(classes, ignore_errors=True)

@@ -214,7 +214,7 @@ void PerfettoExport::add(const trace::Record& r) {
       break;
     }
     case JT_PLAB_ALLOC:
-      plabs_[a[1]] = {e.ts_ns, a[0], a[2], a[3] == JVMTRACE_DEST_OLD, here};
+      plabs_[a[1]] = {e.ts_ns, a[0], a[2], a[3] & 1, here};  // dest: as the summary and the check read it
       break;
     case JT_PLAB_RETIRE: {
       auto it = plabs_.find(a[1]);
@@ -244,7 +244,7 @@ void PerfettoExport::add(const trace::Record& r) {
     case JT_PROMOTE_DIRECT:
       emit(instant("plab", "promoted outside PLABs", here, e.ts_ns,
                    {{"gc_id", a[0]}, {"address", hex(a[1])}, {"bytes", a[2]},
-                    {"dest", a[3] == JVMTRACE_DEST_OLD ? "old" : "young"}}));
+                    {"dest", a[3] & 1 ? "old" : "young"}}));
       break;
   }
 }

@@ -62,7 +62,8 @@ int dump_command(int argc, char** argv) {
       have_origin = origin != 0;
       if (json) {
         Json j = {{"type", "meta"}};
-        for (const auto& [k, v] : reader.meta_fields()) j[k] = v;
+        // A meta key "type" (only a crafted trace has one) must not change the line's type.
+        for (const auto& [k, v] : reader.meta_fields()) j[k == "type" ? "meta_type" : k] = v;
         std::printf("%s\n", json_text(j).c_str());
       } else {
         // Escaped again for the text: a newline in an argument stays on its line.

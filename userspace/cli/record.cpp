@@ -339,20 +339,20 @@ int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_o
   // --check) read then: a JVM held at start-up (-- COMMAND) has not sized
   // its heap yet (HeapRegion::GrainBytes is 0 until universe_init), and
   // every event comes from a heap that exists.
-  bool meta_written = false;
   auto no_pauses = [&] { return std::find(absent.begin(), absent.end(), "gc__pause__end") != absent.end(); };
   // Found now; read while the JVM lives (every housekeeping round until G1
   // has sized its heap: the value never changes after) and when the meta goes
   // out, which may be after a short-lived JVM has exited.
   const G1RegionSize region_size(o.pid, target.binary);
   uint64_t region_bytes = 0;
+  bool meta_written = false;
   auto note_region_size = [&] {
-    if (!region_bytes) region_bytes = region_size.read();
+    if (!region_bytes && !meta_written) region_bytes = region_size.read();
   };
   auto write_meta = [&] {
     if (meta_written) return;
-    meta_written = true;
     note_region_size();
+    meta_written = true;  // from here on the size is not needed again
     writer.meta(meta_head + (region_bytes ? "\nheap_region_bytes=" + std::to_string(region_bytes) : std::string()) +
                 (stock ? "" : no_pauses() ? "\npause_probes=0" : "\npause_probes=1") +
                 (stock ? "" : std::string("\nprobe_set=") + probe_set_name(probe_set)) + meta_tail);

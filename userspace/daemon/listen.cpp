@@ -64,7 +64,7 @@ int listen_metrics_socket(const std::string& address, long port, std::string* er
   }
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd, 16) != 0) {
     *error = "cannot serve metrics on " + address + ":" + std::to_string(port) + ": " + std::strerror(errno);
     if (fd >= 0) close(fd);

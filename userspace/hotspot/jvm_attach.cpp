@@ -363,14 +363,16 @@ int reopen_if_regular(int path_fd, const std::string& name, Check check, std::st
   return fd;
 }
 
-int open_path(int root_fd, const std::string& rel, uint64_t flags, uint64_t resolve, std::string* error) {
+int open_path(int root_fd, const std::string& rel, uint64_t flags, uint64_t resolve, std::string* error,
+              const std::string& shown = "") {
   open_how how{};
   how.flags = O_PATH | O_CLOEXEC | flags;
   how.resolve = resolve;
   const int fd = static_cast<int>(syscall(SYS_openat2, root_fd, rel.c_str(), &how, sizeof how));
   if (fd < 0) {
     const int e = errno;
-    *error = e == ELOOP ? "/" + rel + " has a symbolic link in its path: not read" : errno_text("cannot open /" + rel);
+    const std::string name = shown + "/" + rel;
+    *error = e == ELOOP ? name + " has a symbolic link in its path: not read" : errno_text("cannot open " + name);
     errno = e;
   }
   return fd;
@@ -378,25 +380,28 @@ int open_path(int root_fd, const std::string& rel, uint64_t flags, uint64_t reso
 
 }  // namespace
 
-int open_target_file(int root_fd, const std::string& rel, uid_t uid, uint64_t max_bytes, std::string* error) {
+int open_target_file(int root_fd, const std::string& rel, uid_t uid, uint64_t max_bytes, std::string* error,
+                     const std::string& shown) {
+  const std::string name = shown + "/" + rel;
   const int path_fd =
-      open_path(root_fd, rel, O_NOFOLLOW, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS, error);
+      open_path(root_fd, rel, O_NOFOLLOW, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS, error, shown);
   if (path_fd < 0) return -1;
   return reopen_if_regular(
-      path_fd, "/" + rel,
+      path_fd, name,
       [&](const struct stat& st) -> std::string {
-        if (st.st_uid != uid) return "/" + rel + " is not owned by the JVM's uid " + std::to_string(uid) + ": not read";
+        if (st.st_uid != uid) return name + " is not owned by the JVM's uid " + std::to_string(uid) + ": not read";
         if (static_cast<uint64_t>(st.st_size) > max_bytes)
-          return "/" + rel + " is larger than " + std::to_string(max_bytes) + " bytes: not read";
+          return name + " is larger than " + std::to_string(max_bytes) + " bytes: not read";
         return {};
       },
       error);
 }
 
-bool target_file_fit_to_write(int root_fd, const std::string& rel, uid_t uid, std::string* error) {
+bool target_file_fit_to_write(int root_fd, const std::string& rel, uid_t uid, std::string* error,
+                              const std::string& shown) {
   std::string problem;
-  const int path_fd =
-      open_path(root_fd, rel, O_NOFOLLOW, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS, &problem);
+  const int path_fd = open_path(root_fd, rel, O_NOFOLLOW, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+                                &problem, shown);
   if (path_fd < 0) {
     if (errno == ENOENT) return true;  // the JVM creates it
     *error = problem;
@@ -405,13 +410,18 @@ bool target_file_fit_to_write(int root_fd, const std::string& rel, uid_t uid, st
   struct stat st;
   const int ok = fstat(path_fd, &st);
   close(path_fd);
-  const std::string name = "/" + rel;
+  const std::string name = shown + "/" + rel;
   if (ok != 0) *error = errno_text("cannot stat " + name);
   else if (S_ISLNK(st.st_mode)) *error = name + " is a symbolic link";
   else if (!S_ISREG(st.st_mode)) *error = name + " is not a regular file";
   else if (st.st_uid != uid) *error = name + " is not owned by the JVM's uid " + std::to_string(uid);
   else return true;
   return false;
+}
+
+int open_target_dir(int root_fd, const std::string& rel, std::string* error) {
+  return open_path(root_fd, rel, O_DIRECTORY | O_NOFOLLOW, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+                   error);
 }
 
 int open_in_root(int root_fd, const std::string& path, std::string* error) {

@@ -45,12 +45,17 @@ StackSymbolizer::StackSymbolizer(pid_t pid) : pid_(pid) {
   std::string error;
   if (root_fd_ >= 0 && read_process_creds(pid, &creds, &error)) {
     uid_ = creds.euid;
-    perf_rel_ = "tmp/perf-" + std::to_string(creds.nspid) + ".map";
+    // The perf map's directory, held from now on: the map HotSpot writes at
+    // exit (-XX:+DumpPerfMapAtExit) stays readable when /tmp was a mount of
+    // the JVM's own namespace, which goes with the JVM.
+    tmp_fd_ = open_target_dir(root_fd_, "tmp", &error);
+    perf_rel_ = (tmp_fd_ >= 0 ? "" : "tmp/") + std::string("perf-") + std::to_string(creds.nspid) + ".map";
   }
 }
 
 StackSymbolizer::~StackSymbolizer() {
   if (root_fd_ >= 0) close(root_fd_);
+  if (tmp_fd_ >= 0) close(tmp_fd_);
 }
 
 void StackSymbolizer::read_maps() {
@@ -136,7 +141,7 @@ bool StackSymbolizer::load_perf_map() {
   // this name cannot make root read a file it could not read itself.
   struct stat st;
   std::string problem;
-  const int fd = open_target_file(root_fd_, perf_rel_, uid_, 1ull << 30, &problem);
+  const int fd = open_target_file(perf_dir_fd(), perf_rel_, uid_, 1ull << 30, &problem, perf_dir_shown());
   if (fd < 0) {
     if (errno == ENOENT) return false;  // not written (yet)
     if (problem != perf_problem_)
@@ -183,7 +188,7 @@ bool StackSymbolizer::perf_map_fit_to_write(std::string* why) const {
     *why = "cannot find the target's root directory or user";
     return false;
   }
-  return target_file_fit_to_write(root_fd_, perf_rel_, uid_, why);
+  return target_file_fit_to_write(perf_dir_fd(), perf_rel_, uid_, why, perf_dir_shown());
 }
 
 bool PerfMapRefresher::start(double timeout_s) {

@@ -61,6 +61,9 @@ class StackSymbolizer {
   // The target's root directory (an O_PATH fd: it stays valid after the
   // target exits), its user, and the perf map's path inside that root.
   int root_fd_ = -1;
+  int tmp_fd_ = -1;  // the target's /tmp, where its perf map is (see the constructor)
+  int perf_dir_fd() const { return tmp_fd_ >= 0 ? tmp_fd_ : root_fd_; }
+  const char* perf_dir_shown() const { return tmp_fd_ >= 0 ? "/tmp" : ""; }
   uid_t uid_ = 0;
   std::string perf_rel_, perf_problem_;
   std::vector<Mapping> maps_;  // sorted by start
