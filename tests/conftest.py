@@ -25,10 +25,11 @@ def pytest_configure(config):
 
 @pytest.fixture(autouse=True)
 def _root_unless_marked(request):
-    """Every test but the `no_root` ones attaches eBPF: as another user it
+    """Every test but the `no_root` ones needs root: as another user it
     fails with the reason (CI runs as root: nothing is skipped there)."""
     if os.geteuid() != 0 and request.node.get_closest_marker("no_root") is None:
-        pytest.fail("this test attaches eBPF programs: run it as root (or select -m no_root)")
+        pytest.fail("this test needs root (eBPF, a JVM, namespaces or the build tree): run it as root, "
+                    "or select the others with -m no_root")
 
 
 # The release lines the JVM tests run on (JVMTRACE_JDKS="17,21,25" by
