@@ -2,6 +2,7 @@
 the probes really compiled into the patched libjvm.so and the fixture agree."""
 import os
 import re
+from pathlib import Path
 
 import pytest
 
@@ -199,6 +200,20 @@ def test_contract_parses_and_has_the_required_probes():
     for name, args in probes.items():
         for typ, arg in args:
             assert typ in TYPE_NOTE_SIZE, f"{name}.{arg}: type {typ!r} outside the contract's types"
+
+
+def abi_probe_list(path=REPO / "usdt/jvmtrace_abi.h"):
+    """The X(name) entries of JVMTRACE_PROBES, in order."""
+    m = re.search(r"#define JVMTRACE_PROBES\(X\)((?:[^\n]*\\\n)*[^\n]*)", Path(path).read_text())
+    assert m, f"{path}: no JVMTRACE_PROBES list"
+    return re.findall(r"X\((\w+)\)", m.group(1))
+
+
+@pytest.mark.no_root
+def test_abi_probe_list_is_the_contracts():
+    # The VM and the fixture define their semaphores from this list: a probe
+    # the .d file gains without it would have no semaphore to link against.
+    assert abi_probe_list() == list(contract_probes())
 
 
 @pytest.mark.no_root

@@ -44,7 +44,7 @@ def test_fixture_counts_and_histograms_are_exact_under_four_threads(usdt_fixture
     batched (alloc__batch, one record a round, in batches of 1 or 100)."""
     threads, rounds = 4, 5000
     banner = {"batched": "Attached 6 probes (batched", "combined": "Attached 6 probes (combined",
-              "separate": "Attached 10 probes (separate)"}[probe_set]
+              "separate": "Attached 10 probes (separate"}[probe_set]
     run, r = stat_run([str(usdt_fixture), "--wait-for", "stdin", "--real-tid", "--threads", str(threads),
                        "--rounds", str(rounds), "--batch", str(batch)], "-b", str(usdt_fixture),
                       "--probe-set", probe_set, attached=banner)

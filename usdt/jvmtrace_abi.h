@@ -41,6 +41,17 @@ static inline int jvmtrace_slow_after_gc(unsigned long long o)
 	return o == JVMTRACE_SLOW_NEW_TLAB_AFTER_GC || o == JVMTRACE_SLOW_OUTSIDE_TLAB_AFTER_GC;
 }
 
+/* Every probe of the contract (usdt/jvmtrace.d), X(name) each, in the order
+ * the .d file declares them: the VM and the USDT fixture define one
+ * semaphore per entry from this list, so a probe added to the .d file
+ * without it fails their link, and tests/test_probe_contract.py checks the
+ * list against the .d file. */
+#define JVMTRACE_PROBES(X) \
+	X(tlab__refill) X(alloc__slow__enter) X(alloc__slow__exit) X(alloc__slow) \
+	X(alloc__batch) X(alloc__drain) X(gc__start) X(gc__end) X(plab__alloc) \
+	X(plab__retire) X(promote__direct) X(plab__batch) X(gc__pause__start) \
+	X(gc__pause__end)
+
 /* gc__start/gc__end's kind. */
 enum jvmtrace_gc_kind {
 	JVMTRACE_GC_YOUNG = 0,      /* a young pause */

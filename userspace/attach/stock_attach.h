@@ -46,7 +46,7 @@ class StockTarget {
 };
 
 // HotSpot's kind of a collection by collector name (enum jvmtrace_gc_kind,
-// by usdt/jvmtrace_abi.h's lists, as the patch's jvmtrace_gc_kind).
+// by usdt/jvmtrace_abi.h's lists, as the patch's jvmtrace_gc_kind_of).
 uint32_t gc_kind_of(const std::string& name);
 
 }  // namespace jvmtrace

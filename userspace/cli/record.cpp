@@ -5,40 +5,32 @@
 // records into trace events); drops are counted in the kernel and stored.
 #include "cli/commands.h"
 
-#include <dirent.h>
 #include <getopt.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <functional>
 #include <cstring>
-#include <deque>
-#include <functional>
-#include <map>
 #include <memory>
 #include <string>
-#include <unordered_map>
 
 #include <bpf/bpf.h>
 
+#include "attach/launch.h"
+#include "attach/session.h"
 #include "base/clock.h"
 #include "cli/common.h"
-#include "attach/launch.h"
+#include "hotspot/stack_symbolizer.h"
 #include "jvmtrace_events.h"
 #include "jvmtrace_record.skel.h"
 #include "jvmtrace_stock.skel.h"
-
-#include "hotspot/g1_region_size.h"
-#include "record/recorder.h"
-#include "hotspot/stack_symbolizer.h"
-#include "attach/stock_attach.h"
 #include "process/target.h"
+#include "record/recorder.h"
+#include "record/segments.h"
+#include "record/trace_meta.h"
 #include "trace/writer.h"
-#include "attach/usdt_attach.h"
 
 namespace jvmtrace {
 
@@ -128,65 +120,10 @@ void usage(FILE* out) {
                "  jvmtrace report app.jvmtrace\n");
 }
 
-// FILE.jvmtrace -> FILE.000007.jvmtrace (other names: NAME.000007).
-std::string segment_path(const std::string& base, uint64_t n) {
-  char num[32];
-  std::snprintf(num, sizeof num, ".%06llu", (unsigned long long)n);
-  static const std::string kExt = ".jvmtrace";
-  if (base.size() > kExt.size() && base.compare(base.size() - kExt.size(), kExt.size(), kExt) == 0)
-    return base.substr(0, base.size() - kExt.size()) + num + kExt;
-  return base + num;
-}
-
-// The command line stored in the meta record is cut at this many bytes (its
-// escaped form at most twice that, within kMaxMetaLen with the other keys).
-constexpr size_t kMaxCmdline = 16 << 10;
-
-// False (with *error) if a segment of base (FILE.NNNNNN.jvmtrace) exists:
-// segments are never written over, so an earlier recording's must go first.
-bool check_no_segments(const std::string& base, std::string* error) {
-  const std::string first = segment_path(base, 0);
-  const size_t slash = first.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : first.substr(0, slash);
-  const std::string name0 = slash == std::string::npos ? first : first.substr(slash + 1);
-  // name0 is PREFIX.000000SUFFIX; a segment is PREFIX, six or more digits, SUFFIX.
-  const size_t digits = name0.rfind(".000000") + 1;
-  const std::string prefix = name0.substr(0, digits), suffix = name0.substr(digits + 6);
-  DIR* d = opendir(dir.c_str());
-  if (!d) {
-    *error = "cannot read the directory " + dir + ": " + std::strerror(errno);
-    return false;
-  }
-  std::string found;
-  while (dirent* e = readdir(d)) {
-    const std::string n = e->d_name;
-    if (n.size() < prefix.size() + 6 + suffix.size() || n.compare(0, prefix.size(), prefix) != 0 ||
-        n.compare(n.size() - suffix.size(), suffix.size(), suffix) != 0)
-      continue;
-    const std::string mid = n.substr(prefix.size(), n.size() - prefix.size() - suffix.size());
-    if (mid.size() >= 6 && mid.find_first_not_of("0123456789") == std::string::npos) {
-      found = n;
-      break;
-    }
-  }
-  closedir(d);
-  if (!found.empty()) {
-    *error = "refusing to record into segments of " + base + ": " + (dir == "." ? "" : dir + "/") + found +
-             " exists (an earlier recording's?); segments are never written over: remove them, or name another file";
-    return false;
-  }
-  return true;
-}
-
 // --buffer-mb's largest value: the ring buffer's size (bytes) is a map's u32
 // max_entries and a power of two.
 constexpr long kMaxBufferMb = 2048;
 static_assert((static_cast<uint64_t>(kMaxBufferMb) << 20) <= UINT32_MAX, "the ring buffer size fits max_entries");
-
-// How long the end of a batched recording waits for the JVM to hand over its
-// buffered slow paths: its next safepoint, at most two
-// GuaranteedSafepointInterval (1 s by default) away.
-constexpr double kDrainTimeout = 5.0;
 
 // Distinct user stacks the kernel keeps for --stacks (64 frames each: 8 MiB);
 // a stack first seen with the map full is not captured (and counted).
@@ -207,34 +144,49 @@ void print_progress(FILE* out, double secs, const trace::TraceWriter& w, bool fi
   std::fflush(out);
 }
 
-}  // namespace
-
-namespace {
+// The last lines of a recording: what it holds, what it lost and why, and
+// (verbose) what it left out.
+void print_summary(const Options& o, const trace::TraceWriter& writer, const Recorder& recorder,
+                   const StackSymbolizer* symbolizer, bool batched, const std::string& reason_text, double secs,
+                   const std::string& file) {
+  std::string lost_detail;  // every cause, 0 or not: a reader of the line need not guess
+  for (uint8_t k = 0; k < trace::kLostKindCount; k++)
+    lost_detail += std::string(k ? ", " : "") + trace::lost_kind_text(k) + " " + std::to_string(writer.lost_of(k));
+  std::fprintf(stderr, "jvmtrace record: %s after %.1f s: %llu events, %llu bytes (%.2f B/event), %llu lost (%s)%s -> %s\n",
+               reason_text.c_str(), secs, (unsigned long long)writer.events(),
+               (unsigned long long)writer.bytes_total(),
+               writer.events() ? double(writer.bytes_total()) / writer.events() : 0.0,
+               (unsigned long long)writer.lost_total(), lost_detail.c_str(),
+               writer.lost_of(trace::kLostRingBuffer) ? " (ring buffer full: try a larger --buffer-mb)" : "",
+               file.c_str());
+  if (o.verbose && batched)
+    std::fprintf(stderr, "jvmtrace record: %llu batched slow paths ended outside the recording (before its attach "
+                 "or after its end): not recorded\n", (unsigned long long)recorder.outside_window_);
+  if (o.verbose)
+    std::fprintf(stderr, "jvmtrace record: %llu blocks in the last file; the largest block payload %zu bytes "
+                 "(the limit: %u); %.1f ms in fsync/fdatasync\n", (unsigned long long)writer.blocks(),
+                 writer.largest_payload(), trace::kMaxPayload, writer.sync_ns() / 1e6);
+  if (symbolizer)
+    std::fprintf(stderr, "jvmtrace record: %llu distinct stacks (%llu renamed once the perf map named their JIT "
+                 "code); %llu stack(s) not captured; %llu unnamed JIT frame(s) seen\n",
+                 (unsigned long long)recorder.stacks_defined_, (unsigned long long)recorder.stacks_renamed_,
+                 (unsigned long long)recorder.stacks_missing_, (unsigned long long)symbolizer->unresolved_jit());
+  for (const auto& [err, n] : recorder.stack_errors_)
+    std::fprintf(stderr, "jvmtrace record: %llu stack(s) not captured: %s\n", (unsigned long long)n, std::strerror(err));
+}
 
 // Records o.pid into writer (open, not yet committed) until the end; with
 // launch, the JVM is held at start-up and let go once attached.  Returns
 // record's exit status; a failure discards the trace.
-int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_output,
-               std::deque<std::string>& segments, Launch* launch) {
-  uint64_t segment = 0;
-  std::string error;
-  Target target;
-  if (!check_target("jvmtrace record", o.pid, o.binary, &target)) {
+int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launch* launch) {
+  BpfSession bpf("jvmtrace record");
+  if (!bpf.prepare({o.pid, o.binary, o.mode, o.probe_set, o.stacks,
+                    "Record it with --mode stock (or the default --mode auto)."})) {
     writer.discard();
     return 1;
   }
-  const bool stock = o.mode == "stock" || (o.mode == "auto" && !target.has_probes);
-  if (!stock && !target.has_probes) {
-    print_no_probes("jvmtrace record", target, "Record it with --mode stock (or the default --mode auto).");
-    writer.discard();
-    return 1;
-  }
-  StockTarget stock_target;
-  if (stock && !stock_target.prepare(o.pid, target.binary, &error)) {
-    std::fprintf(stderr, "jvmtrace record: stock mode cannot trace PID %d: %s\n", o.pid, error.c_str());
-    writer.discard();
-    return 1;
-  }
+  const bool stock = bpf.stock();
+  const std::string& libjvm = bpf.target().binary;
   // One of two BPF objects, the same ring-buffer records: jvmtrace USDT
   // probes, or uprobes on a stock HotSpot's functions.
   set_libbpf_verbose(o.verbose);
@@ -246,9 +198,9 @@ int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_o
   bpf_map* stacks = nullptr;  // --stacks: the stack map
   const volatile __u64* dropped = nullptr;  // the BPF side's drop count (mmapped .bss)
   volatile __u32* stopped = nullptr;        // set: every program stops emitting at once
-  ProbeSet probe_set = ProbeSet::kSeparate;
   int loaded = -1;
   if (stock) {
+    const StockTarget& stock_target = bpf.stock_target();
     stock_skel.reset(jvmtrace_stock__open());
     if (stock_skel) {
       bpf_map__set_max_entries(stock_skel->maps.events, static_cast<uint32_t>(ring_bytes));
@@ -266,14 +218,9 @@ int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_o
       stacks = stock_skel->maps.stacks;
     }
   } else {
-    if (!choose_probe_set(o.probe_set, target.probes, o.stacks, &probe_set, &error)) {
-      std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
-      writer.discard();
-      return 1;
-    }
     usdt_skel.reset(jvmtrace_record__open());
     if (usdt_skel) {
-      select_probe_set(usdt_skel->obj, probe_set);
+      select_probe_set(usdt_skel->obj, bpf.probe_set());
       bpf_map__set_max_entries(usdt_skel->maps.events, static_cast<uint32_t>(ring_bytes));
       usdt_skel->rodata->wakeup_bytes = ring_bytes / 8;
       usdt_skel->rodata->capture_stacks = o.stacks;
@@ -286,13 +233,12 @@ int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_o
       stacks = usdt_skel->maps.stacks;
     }
   }
-  if (loaded != 0) {
-    std::fprintf(stderr, "jvmtrace record: loading the BPF programs failed: %s\n", bpf_load_hint(errno).c_str());
+  if (!bpf.loaded(loaded, obj)) {
     writer.discard();
     return 1;
   }
 
-  Recorder recorder(o.pid, &writer, stock ? &stock_target : nullptr);
+  Recorder recorder(o.pid, &writer, stock ? &bpf.stock_target() : nullptr);
   // --stacks: the perf map first (the attach operation takes ~0.1-0.5 s),
   // so that the first stacks already have their Java frames' names.  A
   // refresh that fails says why itself (stack_symbolizer.cpp).
@@ -314,79 +260,31 @@ int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_o
     writer.discard();
     return 1;
   }
-  char host[256] = "";
-  gethostname(host, sizeof host - 1);
-  const uint64_t mono0 = clock_ns(CLOCK_MONOTONIC), real0 = clock_ns(CLOCK_REALTIME);
-  // Values escaped (trace::meta_escape): the command line is the target's to
-  // choose, and must not end its line.  Cut so the record stays below its
-  // limit (kMaxMetaLen) with every key in it.
-  std::string cmdline = process_cmdline(o.pid);
-  const size_t cmdline_bytes = cmdline.size();
-  if (cmdline.size() > kMaxCmdline) cmdline.resize(kMaxCmdline);
-  const std::string meta_head =
-      "jvmtrace_version=" + std::to_string(trace::kMetaVersion) + "\nmode=" + (stock ? "stock" : "usdt") +
-      "\npid=" + std::to_string(o.pid) + "\nbinary=" + trace::meta_escape(target.binary) +
-      "\nhost=" + trace::meta_escape(host) + "\ncmdline=" + trace::meta_escape(cmdline) +
-      (cmdline_bytes > kMaxCmdline ? "\ncmdline_bytes=" + std::to_string(cmdline_bytes) : std::string()) +
-      "\nstart_monotonic_ns=" + std::to_string(mono0) + "\nstart_realtime_ns=" + std::to_string(real0) +
-      "\nring_buffer_bytes=" + std::to_string(ring_bytes);
-  std::vector<std::string> absent;  // pause probes this JVM lacks (known once attached)
-  const std::string meta_tail = std::string(o.stacks ? "\nstacks=user" : "") +
-                                (stock ? std::string("\nstock_coverage=") + StockTarget::coverage() : std::string()) +
-                                "\n";
-  // The meta record goes out just before the first record after it (an
-  // event, a loss, a rotation, the end), with G1's region size (for report
-  // --check) read then: a JVM held at start-up (-- COMMAND) has not sized
-  // its heap yet (HeapRegion::GrainBytes is 0 until universe_init), and
-  // every event comes from a heap that exists.
-  auto no_pauses = [&] { return std::find(absent.begin(), absent.end(), "gc__pause__end") != absent.end(); };
-  // Found now; read while the JVM lives (every housekeeping round until G1
-  // has sized its heap: the value never changes after) and when the meta goes
-  // out, which may be after a short-lived JVM has exited.
-  const G1RegionSize region_size(o.pid, target.binary);
-  uint64_t region_bytes = 0;
-  bool meta_written = false;
-  auto note_region_size = [&] {
-    if (!region_bytes && !meta_written) region_bytes = region_size.read();
-  };
-  auto write_meta = [&] {
-    if (meta_written) return;
-    note_region_size();
-    meta_written = true;  // from here on the size is not needed again
-    writer.meta(meta_head + (region_bytes ? "\nheap_region_bytes=" + std::to_string(region_bytes) : std::string()) +
-                (stock ? "" : no_pauses() ? "\npause_probes=0" : "\npause_probes=1") +
-                (stock ? "" : std::string("\nprobe_set=") + probe_set_name(probe_set)) + meta_tail);
-  };
+  TraceMeta meta(o.pid, libjvm, stock, ring_bytes, o.stacks);
+  auto write_meta = [&] { meta.write_once(writer); };
   recorder.before_first_record(write_meta);
 
   // Batched records count from here (those left in the VM from an earlier
   // tracer ended before).
   recorder.set_window(clock_ns(CLOCK_MONOTONIC), 0);
-  Links links;
-  const bool attached = stock ? stock_target.attach(obj, &links, &error)
-                              : attach_jvmtrace_usdt(obj, o.pid, target.binary, &links, &error, &absent);
-  if (!attached) {
-    std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
-    links.clear();
+  if (!bpf.attach()) {
     writer.discard();
     return 1;
   }
-  if (no_pauses())
+  meta.set_probes(bpf.has_pause_probes(), probe_set_name(bpf.probe_set()));
+  if (!stock && !bpf.has_pause_probes())
     std::fprintf(stderr, "jvmtrace record: this JVM's patch predates the pause probes (gc__pause__*): G1 Remark "
                  "and Cleanup pauses are not recorded; rebuild it with scripts/build-patched-jdk.sh\n");
+  std::string error;
   if (!writer.commit(&error)) {
     std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
-    links.clear();
+    bpf.detach();
     writer.discard();
     return 1;
   }
-  std::fprintf(stderr, "Recording PID %d (%zu %s in %s%s) to %s. %s\n", o.pid, links.size(),
-               stock ? "uprobes, stock mode" : "probes", target.binary.c_str(),
-               stock                                ? ""
-               : probe_set == ProbeSet::kBatched  ? "; batched: one hit per batch of slow paths and of PLAB events"
-               : probe_set == ProbeSet::kCombined ? "; combined: one hit per slow path and per PLAB batch"
-                                                  : "; separate: a hit per probe site",
-               o.output.c_str(),
+  std::fprintf(stderr, "Recording PID %d (%zu %s in %s%s%s) to %s. %s\n", o.pid, bpf.links(),
+               stock ? "uprobes, stock mode" : "probes", libjvm.c_str(), stock ? "" : "; ",
+               stock ? "" : bpf.probe_set_text(), segments.current().c_str(),
                launch ? "It ends when the JVM exits." : "Hit Ctrl-C to end.");
   if (launch) launch->release(true);  // from its first allocation on, every event is recorded
 
@@ -419,7 +317,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_o
   uint8_t reason = trace::kEndUser;
   std::string reason_text;
   auto next_housekeeping = start;
-  auto segment_started = start;
+  segments.start(start);
   for (;;) {
     // Events arrive without wakeups until wakeup_bytes are waiting: this
     // timeout is also how often a trickle of events is collected.
@@ -436,7 +334,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_o
     const auto now = clock::now();
     if (now < next_housekeeping && !stop_requested()) continue;
     next_housekeeping = now + std::chrono::milliseconds(50);
-    note_region_size();
+    meta.poll_region_size();
     note_drops();
     const double secs = std::chrono::duration<double>(now - start).count();
     writer.maybe_flush(clock_ns(CLOCK_MONOTONIC));
@@ -447,25 +345,10 @@ int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_o
         std::fprintf(stderr, "jvmtrace record: %.2f s: perf map re-read, %zu entries%s\n", secs,
                      symbolizer->perf_map_entries(), changed ? ", changed" : ", unchanged");
     }
-    const bool full = o.segment_mb > 0 && writer.bytes_on_disk() >= o.segment_mb * (1 << 20);
-    const bool old = o.segment_seconds > 0 && now - segment_started >= std::chrono::duration<double>(o.segment_seconds);
-    if ((full || old) && !writer.failed()) {
+    if (segments.due(writer, now)) {
       recorder.flush_plab_events();  // a segment ends with every event it was given
       write_meta();  // the next segment repeats it
-      segment_started = now;
-      const std::string next = segment_path(base_output, ++segment);
-      if (writer.rotate(next, clock_ns(CLOCK_MONOTONIC))) {
-        segments.push_back(next);
-        o.output = next;
-        while (o.keep && segments.size() > static_cast<size_t>(o.keep)) {
-          // rotate() synced the segment just finished: the data it holds is on
-          // disk before the oldest goes.
-          if (!writer.remove_file(segments.front()))
-            std::fprintf(stderr, "jvmtrace record: cannot remove the old segment %s: %s\n", segments.front().c_str(),
-                         std::strerror(errno));
-          segments.pop_front();
-        }
-      }
+      segments.rotate(writer, now, clock_ns(CLOCK_MONOTONIC));
     }
     if (writer.failed()) {
       reason = trace::kEndError;
@@ -485,20 +368,17 @@ int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_o
   // VM's buffers, are handed over at its next safepoint; later ones are left
   // out.  (A JVM that exits hands over everything at its last safepoint.)
   std::string drain_problem;
-  if (probe_set == ProbeSet::kBatched && !stock && (reason == trace::kEndUser || reason == trace::kEndDuration) &&
-      process_alive(o.pid)) {
+  if (reason == trace::kEndUser || reason == trace::kEndDuration) {
     const uint64_t end_ns = clock_ns(CLOCK_MONOTONIC);
     recorder.set_window(recorder.window_start_ns(), end_ns);
-    std::string drain_error;
-    const Drain d = drain_alloc_batches(obj, o.pid, target.binary, &usdt_skel->bss->drained_ns, end_ns,
-                                        kDrainTimeout, [&] { ring_buffer__poll(rb.get(), 0); }, &drain_error);
-    drain_problem = drain_note(d, drain_error);
+    drain_problem = bpf.drain(usdt_skel ? &usdt_skel->bss->drained_ns : nullptr, end_ns,
+                              [&] { ring_buffer__poll(rb.get(), 0); });
   }
   // Stop every program at one moment, then detach (uprobes go one at a
   // time, over milliseconds: events of the probes still attached would end
   // the trace inconsistently), then take what is still queued.
   __atomic_store_n(stopped, 1u, __ATOMIC_SEQ_CST);
-  links.clear();
+  bpf.detach();
   ring_buffer__consume(rb.get());
   recorder.flush_plab_events();
   note_drops();
@@ -515,30 +395,8 @@ int record_pid(Options& o, trace::TraceWriter& writer, const std::string& base_o
   writer.end(clock_ns(CLOCK_MONOTONIC), reason, reason_text);
   const bool ok = writer.close();
   if (o.progress) std::fputc('\n', stderr);
-  std::string lost_detail;  // every cause, 0 or not: a reader of the line need not guess
-  for (uint8_t k = 0; k < trace::kLostKindCount; k++)
-    lost_detail += std::string(k ? ", " : "") + trace::lost_kind_text(k) + " " + std::to_string(writer.lost_of(k));
-  std::fprintf(stderr, "jvmtrace record: %s after %.1f s: %llu events, %llu bytes (%.2f B/event), %llu lost (%s)%s -> %s\n",
-               reason_text.c_str(), secs, (unsigned long long)writer.events(),
-               (unsigned long long)writer.bytes_total(),
-               writer.events() ? double(writer.bytes_total()) / writer.events() : 0.0,
-               (unsigned long long)writer.lost_total(), lost_detail.c_str(),
-               writer.lost_of(trace::kLostRingBuffer) ? " (ring buffer full: try a larger --buffer-mb)" : "",
-               o.output.c_str());
-  if (o.verbose && probe_set == ProbeSet::kBatched)
-    std::fprintf(stderr, "jvmtrace record: %llu batched slow paths ended outside the recording (before its attach "
-                 "or after its end): not recorded\n", (unsigned long long)recorder.outside_window_);
-  if (o.verbose)
-    std::fprintf(stderr, "jvmtrace record: %llu blocks in the last file; the largest block payload %zu bytes "
-                 "(the limit: %u); %.1f ms in fsync/fdatasync\n", (unsigned long long)writer.blocks(),
-                 writer.largest_payload(), trace::kMaxPayload, writer.sync_ns() / 1e6);
-  if (o.stacks)
-    std::fprintf(stderr, "jvmtrace record: %llu distinct stacks (%llu renamed once the perf map named their JIT "
-                 "code); %llu stack(s) not captured; %llu unnamed JIT frame(s) seen\n",
-                 (unsigned long long)recorder.stacks_defined_, (unsigned long long)recorder.stacks_renamed_,
-                 (unsigned long long)recorder.stacks_missing_, (unsigned long long)symbolizer->unresolved_jit());
-  for (const auto& [err, n] : recorder.stack_errors_)
-    std::fprintf(stderr, "jvmtrace record: %llu stack(s) not captured: %s\n", (unsigned long long)n, std::strerror(err));
+  print_summary(o, writer, recorder, symbolizer.get(), !stock && bpf.probe_set() == ProbeSet::kBatched, reason_text,
+                secs, segments.current());
   if (!drain_problem.empty()) std::fprintf(stderr, "jvmtrace record: %s\n", drain_problem.c_str());
   if (!ok) {
     std::fprintf(stderr, "jvmtrace record: %s\n", writer.error().c_str());
@@ -662,10 +520,7 @@ int record_command(int argc, char** argv) {
     std::fprintf(stderr, "jvmtrace record: --keep goes with --segment-mb or --segment-seconds\n");
     return 2;
   }
-  const std::string base_output = o.output;
-  std::deque<std::string> segments;  // files written, oldest first
-  if (segmented) o.output = segment_path(base_output, 0);
-  segments.push_back(o.output);
+  Segments segments(o.output, o.segment_mb, o.segment_seconds, o.keep);
 
   // The output before anything runs or attaches: an unwritable path fails
   // first.  -o FILE replaces a regular file that is there (as perf record -o
@@ -676,22 +531,22 @@ int record_command(int argc, char** argv) {
   // goes to the program (launch.h) and the recording ends with the JVM.
   if (!command) install_stop_handlers();
   std::string error;
-  if (segmented && !check_no_segments(base_output, &error)) {
+  if (!segments.check_none_exist(&error)) {
     std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
     return 1;
   }
   trace::TraceWriter writer;
   writer.block_bytes = static_cast<uint64_t>(o.block_kb) << 10;
-  if (!writer.open(o.output, &error, !segmented)) {
+  if (!writer.open(segments.current(), &error, !segmented)) {
     std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
     return 1;
   }
-  if (!command) return record_pid(o, writer, base_output, segments, nullptr);
+  if (!command) return record_pid(o, writer, segments, nullptr);
   bool traced = false;
   const int status = launch_and_trace("jvmtrace record", command, o.launch_timeout, o.verbose,
                                       [&](pid_t pid, Launch& launch) {
                                         o.pid = pid;
-                                        return record_pid(o, writer, base_output, segments, &launch);
+                                        return record_pid(o, writer, segments, &launch);
                                       }, &traced);
   if (!traced) writer.discard();  // no JVM: no trace (record_pid discards its own failures)
   return status;

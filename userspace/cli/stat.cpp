@@ -18,17 +18,16 @@
 #include <unordered_map>
 #include <vector>
 
+#include "attach/launch.h"
+#include "attach/session.h"
 #include "base/clock.h"
 #include "base/json.h"
 #include "cli/common.h"
-#include "attach/launch.h"
 #include "cli/histogram.h"
 #include "jvmtrace_stat.h"
 #include "jvmtrace_stat.skel.h"
 #include "jvmtrace_stat_stock.skel.h"
-#include "attach/stock_attach.h"
 #include "process/target.h"
-#include "attach/usdt_attach.h"
 
 namespace jvmtrace {
 
@@ -377,37 +376,25 @@ class StatSession {
   uint64_t malformed_notices_ = 0;  // user space's own count, beside the kernel's counters
 };
 
-// How long stat's end waits for the JVM to hand over its buffered slow paths
-// (batched probes): its next safepoint, at most two GuaranteedSafepointInterval
-// (1 s by default) away.
-constexpr double kDrainTimeout = 5.0;
-
 // Aggregates o.pid until the end and prints the report; with launch, the
 // JVM is held at start-up and let go once attached.  Returns stat's status.
 int stat_pid(const Options& o, Launch* launch) {
-  Target target;
-  if (!check_target("jvmtrace stat", o.pid, o.binary, &target)) return 1;
-  const bool stock = o.mode == "stock" || (o.mode == "auto" && !target.has_probes);
-  if (!stock && !target.has_probes) {
-    print_no_probes("jvmtrace stat", target, "Aggregate it with --mode stock (or the default --mode auto).");
+  BpfSession bpf("jvmtrace stat");
+  if (!bpf.prepare({o.pid, o.binary, o.mode, o.probe_set, false,
+                    "Aggregate it with --mode stock (or the default --mode auto)."}))
     return 1;
-  }
-  std::string error;
-  StockTarget stock_target;
-  if (stock && !stock_target.prepare(o.pid, target.binary, &error)) {
-    std::fprintf(stderr, "jvmtrace stat: stock mode cannot trace PID %d: %s\n", o.pid, error.c_str());
-    return 1;
-  }
-  const std::string& libjvm = target.binary;
+  const bool stock = bpf.stock();
+  const ProbeSet probe_set = bpf.probe_set();
+  const std::string& libjvm = bpf.target().binary;
   set_libbpf_verbose(o.verbose);
   // One of two BPF objects with the same maps (bpf/stat_core.bpf.h).
   std::unique_ptr<jvmtrace_stat, SkelDelete> skel;
   std::unique_ptr<jvmtrace_stat_stock, StockSkelDelete> stock_skel;
   StatMaps maps{};
   bpf_object* obj = nullptr;
-  ProbeSet probe_set = ProbeSet::kSeparate;
   int loaded = -1;
   if (stock) {
+    const StockTarget& stock_target = bpf.stock_target();
     stock_skel.reset(jvmtrace_stat_stock__open());
     if (stock_skel) {
       stock_skel->rodata->klass_name_off = stock_target.klass_name_off;
@@ -422,10 +409,6 @@ int stat_pid(const Options& o, Launch* launch) {
       }
     }
   } else {
-    if (!choose_probe_set(o.probe_set, target.probes, false, &probe_set, &error)) {
-      std::fprintf(stderr, "jvmtrace stat: %s\n", error.c_str());
-      return 1;
-    }
     skel.reset(jvmtrace_stat__open());
     if (skel) select_probe_set(skel->obj, probe_set);
     if (skel && !o.slow_path && probe_set == ProbeSet::kSeparate) {
@@ -437,31 +420,18 @@ int stat_pid(const Options& o, Launch* launch) {
       obj = skel->obj;
     }
   }
-  if (loaded != 0) {
-    std::fprintf(stderr, "jvmtrace stat: loading the BPF programs failed: %s\n", bpf_load_hint(errno).c_str());
-    return 1;
-  }
+  if (!bpf.loaded(loaded, obj)) return 1;
   // Batched records count from here (those left in the VM from an earlier
   // tracer ended before).
   if (skel) skel->bss->window_start_ns = clock_ns(CLOCK_MONOTONIC);
-  Links links;
-  std::vector<std::string> absent;
-  const bool attached = stock ? stock_target.attach(obj, &links, &error)
-                              : attach_jvmtrace_usdt(obj, o.pid, libjvm, &links, &error, &absent);
-  if (!attached) {
-    std::fprintf(stderr, "jvmtrace stat: %s\n", error.c_str());
-    return 1;
-  }
+  if (!bpf.attach()) return 1;
   const bool slow_path = o.slow_path || probe_set != ProbeSet::kSeparate;
-  std::fprintf(stderr, "Attached %zu %s to PID %d (%s)%s. %s\n", links.size(),
-               stock ? "uprobes (stock mode)"
-               : probe_set == ProbeSet::kBatched  ? "probes (batched: one hit per batch of slow paths and of PLAB events)"
-               : probe_set == ProbeSet::kCombined ? "probes (combined: one hit per slow path and per PLAB batch)"
-                                                  : "probes (separate)",
-               o.pid, libjvm.c_str(), slow_path || stock ? "" : ", slow-path probes left detached",
+  std::fprintf(stderr, "Attached %zu %s (%s) to PID %d (%s)%s. %s\n", bpf.links(), stock ? "uprobes" : "probes",
+               bpf.probe_set_text(), o.pid, libjvm.c_str(),
+               slow_path || stock ? "" : ", slow-path probes left detached",
                launch ? "The report comes when the JVM exits." : "Hit Ctrl-C to end.");
 
-  const bool no_pauses = std::find(absent.begin(), absent.end(), "gc__pause__end") != absent.end();
+  const bool no_pauses = !stock && !bpf.has_pause_probes();
   if (no_pauses)
     std::fprintf(stderr, "jvmtrace stat: this JVM's patch predates the pause probes (gc__pause__*): pauses are "
                  "measured from gc__start to gc__end and G1 Remark and Cleanup are not seen; rebuild it with "
@@ -502,13 +472,11 @@ int stat_pid(const Options& o, Launch* launch) {
   // are handed over at its next safepoint; later ones are not counted.
   const auto stopped_at = clock::now();  // the figures' end (the drain's wait is not in it)
   std::string drain_problem;
-  if (probe_set == ProbeSet::kBatched && !stock && !target_gone) {
+  if (!target_gone) {
     const uint64_t end_ns = clock_ns(CLOCK_MONOTONIC);
-    skel->bss->window_end_ns = end_ns;
-    std::string drain_error;
-    const Drain d = drain_alloc_batches(obj, o.pid, libjvm, &skel->bss->drained_ns, end_ns, kDrainTimeout,
-                                        [&] { ring_buffer__poll(names.get(), 0); }, &drain_error);
-    drain_problem = drain_note(d, drain_error);
+    if (skel) skel->bss->window_end_ns = end_ns;
+    drain_problem = bpf.drain(skel ? &skel->bss->drained_ns : nullptr, end_ns,
+                              [&] { ring_buffer__poll(names.get(), 0); });
   }
   ring_buffer__consume(names.get());  // notices that arrived before the stop
   session.report(std::chrono::duration<double>(stopped_at - start).count());

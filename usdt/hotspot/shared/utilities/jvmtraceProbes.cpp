@@ -2,7 +2,8 @@
  * Semaphores of the jvmtrace USDT probes (see jvmtraceProbes.hpp).  A tracer
  * that attaches increments a probe's semaphore (through the kernel's uprobe
  * reference counter), so HotSpot computes that probe's arguments only then.
- * One per probe in jvmtrace.d: a missing one fails the link.
+ * One per probe in jvmtrace.d, from the ABI header's JVMTRACE_PROBES list: a
+ * probe the .d file declares and the list lacks fails the link.
  */
 // One source for JDK 17, 21 and 25 (usdt/hotspot/shared/, copied into the
 // tree by scripts/build-patched-jdk.sh): where the releases moved a header,
@@ -30,21 +31,7 @@
 
 #define JVMTRACE_SEMAPHORE(probe) \
   unsigned short jvmtrace_##probe##_semaphore __attribute__((used, section(".probes"))) = 0;
-
-JVMTRACE_SEMAPHORE(tlab__refill)
-JVMTRACE_SEMAPHORE(alloc__slow__enter)
-JVMTRACE_SEMAPHORE(alloc__slow__exit)
-JVMTRACE_SEMAPHORE(gc__start)
-JVMTRACE_SEMAPHORE(gc__end)
-JVMTRACE_SEMAPHORE(plab__alloc)
-JVMTRACE_SEMAPHORE(plab__retire)
-JVMTRACE_SEMAPHORE(promote__direct)
-JVMTRACE_SEMAPHORE(gc__pause__start)
-JVMTRACE_SEMAPHORE(gc__pause__end)
-JVMTRACE_SEMAPHORE(alloc__slow)
-JVMTRACE_SEMAPHORE(plab__batch)
-JVMTRACE_SEMAPHORE(alloc__batch)
-JVMTRACE_SEMAPHORE(alloc__drain)
+JVMTRACE_PROBES(JVMTRACE_SEMAPHORE)
 
 // plab__batch: one batch per thread that ever reported a PLAB event while
 // the probe was attached (GC workers and the VM thread), allocated then and
@@ -80,7 +67,7 @@ void jvmtrace_plab_append(JvmtracePlabRecordKind kind, uint64_t address, uint64_
   static THREAD_LOCAL uint32_t malloc_failures = 0;
   JvmtracePlabBatch* batch = jvmtrace_own_plab_batch;
   if (batch == nullptr && malloc_failures % JVMTRACE_MALLOC_RETRY == 0) {
-    batch = (JvmtracePlabBatch*)os::malloc(sizeof(JvmtracePlabBatch), mtTracing);
+    batch = (JvmtracePlabBatch*)os::malloc(sizeof(JvmtracePlabBatch), mtServiceability);
     if (batch != nullptr) {
       batch->count = 0;
       JvmtracePlabBatch* head;
@@ -167,7 +154,7 @@ static JvmtraceAllocBatch* jvmtrace_own_alloc() {
   if (malloc_failures++ % JVMTRACE_MALLOC_RETRY != 0) {
     return nullptr;
   }
-  b = (JvmtraceAllocBatch*)os::malloc(sizeof(JvmtraceAllocBatch), mtTracing);
+  b = (JvmtraceAllocBatch*)os::malloc(sizeof(JvmtraceAllocBatch), mtServiceability);
   if (b == nullptr) {
     return nullptr;
   }

@@ -83,7 +83,7 @@ inline int32_t jvmtrace_tid(const Thread* t) {
 }
 
 #define JVMTRACE_GC_NAME_CASE(n) case n:
-inline uint32_t jvmtrace_gc_kind(GCName name) {
+inline uint32_t jvmtrace_gc_kind_of(GCName name) {
   switch (name) {
     JVMTRACE_YOUNG_COLLECTORS(JVMTRACE_GC_NAME_CASE) return JVMTRACE_GC_YOUNG;
     JVMTRACE_FULL_COLLECTORS(JVMTRACE_GC_NAME_CASE)  return JVMTRACE_GC_FULL;
