@@ -10,7 +10,8 @@ set -euo pipefail
 runtime=(build-essential cmake pkg-config clang llvm libclang-rt-14-dev libbpf-dev libelf-dev zlib1g-dev nlohmann-json3-dev
          bpftool bpftrace systemtap-sdt-dev binutils bc
          openjdk-17-jdk-headless python3 python3-pytest
-         chromium python3-pil)  # chromium, python3-pil: the HTML report's rendering test
+         chromium python3-pil       # the HTML report's rendering test
+         protobuf-compiler python3-protobuf)  # decoding the Perfetto export with its schema in the tests
 # Real Java programs the tests run (tests/corpus.py; test_corpus_programs.py
 # checks that this list is the corpus's).
 corpus=(libeclipse-jdt-core-java libh2-java liblucene8-java librhino-java libsaxonhe-java)

@@ -11,6 +11,8 @@ from collections import defaultdict
 from html.parser import HTMLParser
 
 import pytest
+
+import perfetto_trace
 from PIL import Image
 
 from conftest import BUILD_DIR
@@ -182,15 +184,94 @@ def us(ns, origin):
     return (ns - origin) / 1000
 
 
+def counter_value(e):
+    """A counter event's value (Trace Event: args {series: value}; the
+    protobuf trace: one value per counter track)."""
+    (value,) = e["args"].values()
+    return value
+
+
 def test_perfetto_export_has_every_event_one_by_one(traces, tmp_path):
-    path = traces["g1"]
-    doc = perfetto(path, tmp_path)
+    doc = perfetto(traces["g1"], tmp_path)
     check_trace_event_format(doc)
+    check_timeline_against_dump(doc["traceEvents"], traces["g1"])
+
+
+def test_perfetto_protobuf_export_has_every_event_one_by_one(traces, tmp_path):
+    # Perfetto's own format, decoded with the published schema's field
+    # numbers (tests/perfetto/): the same timeline, event for event.
+    for name in ("x.pftrace", "x.pftrace.gz"):
+        out = tmp_path / name
+        r = jvmtrace("export", "--perfetto", traces["g1"], "-o", out)
+        assert r.returncode == 0 and "Perfetto protobuf" in r.stderr, r.stderr
+        check_timeline_against_dump(perfetto_trace.trace_events(out), traces["g1"])
+    # --format overrides the name; the JSON is three times the size.
+    r = jvmtrace("export", "--perfetto", "--format", "proto", traces["g1"], "-o", tmp_path / "x.bin")
+    assert r.returncode == 0 and (tmp_path / "x.bin").read_bytes() == (tmp_path / "x.pftrace").read_bytes()
+    perfetto(traces["g1"], tmp_path, "size.json")
+    assert (tmp_path / "x.pftrace").stat().st_size < (tmp_path / "size.json").stat().st_size / 2
+    r = jvmtrace("export", "--perfetto", "--format", "xml", traces["g1"], "-o", tmp_path / "y")
+    assert r.returncode == 2 and "--format takes proto or json" in r.stderr
+
+
+def test_perfetto_protobuf_decoder_rejects_what_the_schema_does_not_know(tmp_path):
+    # The check above can fail: a field number outside the published schema
+    # (here 127, a varint) is caught, and so is a known number written with
+    # another wire type (timestamp, 8, as a length-delimited field).
+    pb = perfetto_trace.schema()
+    for extra in (bytes([0xf8, 0x07, 0x01]), bytes([0x42, 0x01, 0x00])):
+        packet = pb.TracePacket(trusted_packet_sequence_id=1).SerializeToString() + extra
+        f = tmp_path / "bad.pftrace"
+        f.write_bytes(bytes([0x0a, len(packet)]) + packet)
+        with pytest.raises(AssertionError, match="outside the published schema"):
+            perfetto_trace.parse(f)
+
+
+def run_on_terminal(argv, env):
+    """argv with stderr on a pseudo-terminal; returns (status, what it wrote there)."""
+    import os
+    import pty
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([str(a) for a in argv], stdout=subprocess.DEVNULL, stderr=slave, env=env)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the last writer closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    return proc.wait(), out.decode(errors="replace")
+
+
+@pytest.mark.parametrize("command", ["export", "report", "check", "flame"])
+def test_reading_a_trace_shows_progress_on_a_terminal_only(traces, tmp_path, command):
+    import os
+    argv = {"export": ["export", "--perfetto", traces["g1"], "-o", tmp_path / "t.pftrace"],
+            "report": ["report", traces["g1"]],
+            "check": ["report", "--check", traces["g1"]],
+            "flame": ["flame", traces["g1"], "-o", tmp_path / "f.svg"]}[command]
+    # The line shows once reading has taken a second; 0 ms here, so that a
+    # small trace shows it too.
+    env = dict(os.environ, JVMTRACE_PROGRESS_DELAY_MS="0")
+    rc, text = run_on_terminal([BUILD_DIR / "userspace/jvmtrace", *argv], env)
+    assert rc == 0 and re.search(r"\r\S.*: +\d+\.\d% of \d+\.\d MB read", text), repr(text)
+    assert "\x1b[K" in text, "the progress line is cleared before the result"
+    # Not on a pipe, and not before the second on a terminal.
+    r = subprocess.run([BUILD_DIR / "userspace/jvmtrace", *argv], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "% of" not in r.stderr
+    rc, text = run_on_terminal([BUILD_DIR / "userspace/jvmtrace", *argv], dict(os.environ))
+    assert rc == 0 and "% of" not in text
+
+
+def check_timeline_against_dump(te, path):
     r, recs = dump_json(path)
     meta = recs[0]
     origin, pid = int(meta["start_monotonic_ns"]), int(meta["pid"])
     ev = [x for x in recs if x["type"] == "event"]
-    te = doc["traceEvents"]
     assert all(e["pid"] == pid for e in te)
     close = lambda a, b: abs(a - b) < 0.0015  # µs, printed with ns digits
 
@@ -260,13 +341,13 @@ def test_perfetto_export_has_every_event_one_by_one(traces, tmp_path):
 
     # Counters: heap used at every pause edge is the probe's figure; the
     # allocation-rate buckets add up to every byte allocated.
-    heap = {round(e["ts"], 3): e["args"]["used"] for e in te if e["name"] == "heap used (bytes)"}
+    heap = {round(e["ts"], 3): counter_value(e) for e in te if e["name"] == "heap used (bytes)"}
     for e in ev:
         if e["probe"] in ("gc__pause__start", "gc__pause__end"):
             assert heap[round(us(e["ts_ns"], origin), 3)] == e["args"]["heap_used"]
     total = sum(e["args"]["tlab_bytes"] for e in ev if e["probe"] == "tlab__refill") + \
         sum(e["args"]["alloc_bytes"] for e in ev if e["probe"] == "alloc__slow__exit" and e["args"]["outcome"] in SLOW_OUTSIDE_TLAB)
-    rate = sum(e["args"]["rate"] * 1e6 * 0.01 for e in te if e["name"] == "allocation rate (MB/s)")
+    rate = sum(counter_value(e) * 1e6 * 0.01 for e in te if e["name"] == "allocation rate (MB/s)")
     assert abs(rate - total) <= 1e-5 * total
     # Every thread that has events is named.
     named = {e["tid"] for e in te if e["ph"] == "M" and e["name"] == "thread_name"}

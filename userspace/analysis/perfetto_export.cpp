@@ -22,53 +22,89 @@ constexpr uint64_t kHeapCounterStepNs = 1000000;
 
 }  // namespace
 
-PerfettoExport::PerfettoExport(const trace::TraceReader& reader, uint64_t origin_ns,
-                               std::function<void(const std::string&)> out, uint64_t rate_interval_ns)
-    : reader_(reader), origin_(origin_ns), out_(std::move(out)), interval_(rate_interval_ns ? rate_interval_ns : 10000000) {}
-
-double PerfettoExport::ts(uint64_t ns) const {
-  // Microseconds, nanoseconds as the fraction; events before the origin clamp to 0.
-  const uint64_t d = ns > origin_ ? ns - origin_ : 0;
-  return static_cast<double>(d / 1000) + static_cast<double>(d % 1000) / 1000;
+bool is_address_key(const std::string& key) {
+  return key == "address" || key == "tlab_start" || key == "plab_start";
 }
 
-void PerfettoExport::emit(const Json& event) {
-  if (!header_) {
-    const Json head = {{"displayTimeUnit", "ns"}, {"otherData", {{"producer", "jvmtrace export --perfetto"}}}};
-    std::string text = json_text(head);
-    text.pop_back();  // the closing brace: the events follow, one per line
-    out_(text + ",\"traceEvents\":[\n");
-    header_ = true;
-    out_(json_text(event));
-  } else {
-    out_(",\n" + json_text(event));
+namespace {
+
+class TraceEventJson final : public TimelineSink {
+ public:
+  TraceEventJson(uint64_t origin_ns, std::function<void(const std::string&)> out)
+      : origin_(origin_ns), out_(std::move(out)) {}
+
+  void process(uint32_t pid, const std::string& name, const std::string& labels) override {
+    pid_ = pid;
+    emit({{"ph", "M"}, {"name", "process_name"}, {"pid", pid_}, {"args", {{"name", name}}}});
+    emit({{"ph", "M"}, {"name", "process_labels"}, {"pid", pid_}, {"args", {{"labels", labels}}}});
   }
-  written_++;
+  void thread(uint32_t pid, uint32_t tid, const std::string& name, int sort_index) override {
+    emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", tid}, {"args", {{"name", name}}}});
+    emit({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", pid}, {"tid", tid}, {"args", {{"sort_index", sort_index}}}});
+  }
+  void slice(const char* cat, const std::string& name, uint32_t tid, uint64_t from, uint64_t to,
+             const Json& args) override {
+    emit({{"ph", "X"},   {"cat", cat},       {"name", name},          {"pid", pid_},
+          {"tid", tid}, {"ts", ts(from)}, {"dur", ts(origin_ + (to > from ? to - from : 0))}, {"args", args}});
+  }
+  void instant(const char* cat, const std::string& name, uint32_t tid, uint64_t ns, const Json& args) override {
+    emit({{"ph", "i"}, {"s", "t"}, {"cat", cat}, {"name", name}, {"pid", pid_}, {"tid", tid}, {"ts", ts(ns)},
+          {"args", args}});
+  }
+  void process_instant(const std::string& name, uint64_t ns, const Json& args) override {
+    emit({{"ph", "i"}, {"s", "p"}, {"name", name}, {"pid", pid_}, {"tid", 0}, {"ts", ts(ns)}, {"args", args}});
+  }
+  void counter(const char* name, const char* series, uint64_t ns, const Json& value) override {
+    emit({{"ph", "C"}, {"name", name}, {"pid", pid_}, {"tid", 0}, {"ts", ts(ns)}, {"args", {{series, value}}}});
+  }
+  void finish() override {
+    if (!header_) emit({{"ph", "M"}, {"name", "process_name"}, {"pid", 0}, {"args", {{"name", "empty trace"}}}});
+    out_("\n]}\n");
+  }
+
+ private:
+  // Microseconds since the origin, Trace Event's unit, nanoseconds as the
+  // fraction; events before the origin clamp to 0.
+  double ts(uint64_t ns) const {
+    const uint64_t d = ns > origin_ ? ns - origin_ : 0;
+    return static_cast<double>(d / 1000) + static_cast<double>(d % 1000) / 1000;
+  }
+  void emit(const Json& event) {
+    if (!header_) {
+      const Json head = {{"displayTimeUnit", "ns"}, {"otherData", {{"producer", "jvmtrace export --perfetto"}}}};
+      std::string text = json_text(head);
+      text.pop_back();  // the closing brace: the events follow, one per line
+      out_(text + ",\"traceEvents\":[\n");
+      header_ = true;
+      out_(json_text(event));
+    } else {
+      out_(",\n" + json_text(event));
+    }
+    written_++;
+  }
+
+  uint64_t origin_;
+  std::function<void(const std::string&)> out_;
+  uint32_t pid_ = 0;
+  bool header_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<TimelineSink> trace_event_json_sink(uint64_t origin_ns, std::function<void(const std::string&)> out) {
+  return std::make_unique<TraceEventJson>(origin_ns, std::move(out));
 }
 
-
-Json PerfettoExport::slice(const char* cat, const std::string& name, uint32_t tid, uint64_t from, uint64_t to,
-                           Json args) const {
-  return {{"ph", "X"},   {"cat", cat},       {"name", name},          {"pid", pid_},
-          {"tid", tid}, {"ts", ts(from)}, {"dur", ts(origin_ + (to > from ? to - from : 0))}, {"args", std::move(args)}};
-}
-
-Json PerfettoExport::instant(const char* cat, const std::string& name, uint32_t tid, uint64_t ns, Json args) const {
-  return {{"ph", "i"}, {"s", "t"}, {"cat", cat}, {"name", name}, {"pid", pid_}, {"tid", tid}, {"ts", ts(ns)},
-          {"args", std::move(args)}};
-}
-
-Json PerfettoExport::counter(const char* name, uint64_t ns, Json args) const {
-  return {{"ph", "C"}, {"name", name}, {"pid", pid_}, {"tid", 0}, {"ts", ts(ns)}, {"args", std::move(args)}};
-}
+PerfettoExport::PerfettoExport(const trace::TraceReader& reader, uint64_t origin_ns, TimelineSink& sink,
+                               uint64_t rate_interval_ns)
+    : reader_(reader), origin_(origin_ns), out_(sink), interval_(rate_interval_ns ? rate_interval_ns : 10000000) {}
 
 void PerfettoExport::name_thread(uint32_t tid, const std::string& name, int sort_index) {
-  emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid_}, {"tid", tid}, {"args", {{"name", name}}}});
-  emit({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", pid_}, {"tid", tid}, {"args", {{"sort_index", sort_index}}}});
+  out_.thread(pid_, tid, name, sort_index);
 }
 
 void PerfettoExport::heap_counter(uint64_t ns, uint64_t used) {
-  emit(counter("heap used (bytes)", ns, {{"used", used}}));
+  out_.counter("heap used (bytes)", "used", ns, used);
   heap_last_emit_ = ns;
   heap_pending_ = false;
 }
@@ -81,7 +117,7 @@ void PerfettoExport::heap_at_pause_start(uint64_t ns, const uint64_t* used) {
 
 void PerfettoExport::heap_at_pause_end(uint64_t ns, uint64_t used, uint64_t committed) {
   heap_counter(ns, used);
-  emit(counter("heap committed (bytes)", ns, {{"committed", committed}}));
+  out_.counter("heap committed (bytes)", "committed", ns, committed);
   heap_known_ = true;
   heap_used_ = used;
 }
@@ -94,7 +130,7 @@ void PerfettoExport::rate_until(uint64_t ns) {
     return;
   }
   while (ns >= rate_bucket_ + interval_) {
-    emit(counter("allocation rate (MB/s)", rate_bucket_, {{"rate", rate_bytes_ * 1e3 / interval_}}));
+    out_.counter("allocation rate (MB/s)", "rate", rate_bucket_, rate_bytes_ * 1e3 / interval_);
     rate_bytes_ = 0;
     rate_bucket_ += interval_;
   }
@@ -106,9 +142,7 @@ void PerfettoExport::add(const trace::Record& r) {
     std::string cmd = reader_.meta_value("cmdline");
     const size_t sp = cmd.rfind(' ');
     const std::string main = sp == std::string::npos ? cmd : cmd.substr(sp + 1);
-    emit({{"ph", "M"}, {"name", "process_name"}, {"pid", pid_},
-          {"args", {{"name", "JVM " + u(pid_) + " (" + reader_.meta_value("mode") + " mode)"}}}});
-    emit({{"ph", "M"}, {"name", "process_labels"}, {"pid", pid_}, {"args", {{"labels", cmd}}}});
+    out_.process(pid_, "JVM " + u(pid_) + " (" + reader_.meta_value("mode") + " mode)", cmd);
     pause_probes_ = reader_.meta_value("pause_probes") == "1";
     name_thread(kGcPauseTrack, "GC pauses", -3);
     if (pause_probes_) name_thread(kGcCollectionTrack, "GC collections (young, full)", -2);
@@ -116,8 +150,7 @@ void PerfettoExport::add(const trace::Record& r) {
     return;
   }
   if (r.type == trace::kLost) {
-    emit({{"ph", "i"}, {"s", "p"}, {"name", "LOST " + u(r.count) + " events"}, {"pid", pid_}, {"tid", 0},
-          {"ts", ts(r.ts_ns)}, {"args", {{"count", r.count}}}});
+    out_.process_instant("LOST " + u(r.count) + " events", r.ts_ns, {{"count", r.count}});
     heap_known_ = false;  // an allocation may be among them
     return;
   }
@@ -142,9 +175,9 @@ void PerfettoExport::add(const trace::Record& r) {
   };
   switch (e.probe) {
     case JT_TLAB_REFILL:
-      emit(instant("tlab", "TLAB refill", here, e.ts_ns,
+      out_.instant("tlab", "TLAB refill", here, e.ts_ns,
                    {{"class", reader_.classes()[a[3]]}, {"tlab_bytes", a[1]}, {"alloc_bytes", a[2]},
-                    {"tlab_start", hex(a[0])}, {"retired_waste_bytes", a[5]}}));
+                    {"tlab_start", hex(a[0])}, {"retired_waste_bytes", a[5]}});
       allocated(a[1]);
       break;
     case JT_ALLOC_SLOW_ENTER:
@@ -157,9 +190,9 @@ void PerfettoExport::add(const trace::Record& r) {
       Json args = {{"outcome", outcome}, {"alloc_bytes", a[1]}, {"address", hex(a[0])}, {"gcs", a[3]}};
       if (s.open) {
         args["class"] = reader_.classes()[s.klass];
-        emit(slice("alloc", "slow path: " + outcome, here, s.ts, e.ts_ns, std::move(args)));
+        out_.slice("alloc", "slow path: " + outcome, here, s.ts, e.ts_ns, args);
       } else {
-        emit(instant("alloc", "slow path exit: " + outcome, here, e.ts_ns, std::move(args)));
+        out_.instant("alloc", "slow path exit: " + outcome, here, e.ts_ns, args);
       }
       s.open = false;
       if (outside) allocated(a[1]);
@@ -175,14 +208,14 @@ void PerfettoExport::add(const trace::Record& r) {
         const OpenGc& p = it->second;
         const std::string cause = reader_.strings()[p.cause];
         const std::string name = "GC " + u(a[0]) + " " + trace::pause_title(reader_.strings()[p.name], cause);
-        emit(slice("gc", name, kGcPauseTrack, p.ts, e.ts_ns,
+        out_.slice("gc", name, kGcPauseTrack, p.ts, e.ts_ns,
                    {{"gc_id", a[0]},
                     {"pause", trace::pause_kind_name(a[3])},
                     {"cause", cause},
                     {"heap_used_before", p.used},
                     {"heap_used_after", a[4]},
                     {"heap_committed_before", p.committed},
-                    {"heap_committed_after", a[5]}}));
+                    {"heap_committed_after", a[5]}});
         pauses_.erase(it);
       }
       heap_at_pause_end(e.ts_ns, a[4], a[5]);
@@ -207,7 +240,7 @@ void PerfettoExport::add(const trace::Record& r) {
           args["heap_committed_before"] = g.committed;
           args["heap_committed_after"] = a[5];
         }
-        emit(slice("gc", name, gc_track(g.kind), g.ts, e.ts_ns, std::move(args)));
+        out_.slice("gc", name, gc_track(g.kind), g.ts, e.ts_ns, args);
         gcs_.erase(it);
       }
       if (a[3] != JVMTRACE_GC_CONCURRENT && !stock && !pause_probes_) heap_at_pause_end(e.ts_ns, a[4], a[5]);
@@ -231,20 +264,20 @@ void PerfettoExport::add(const trace::Record& r) {
           name_thread(track, owner + " old-gen PLABs", 1);
         }
       }
-      emit(slice("plab", std::string("PLAB ") + (p.dest ? "old" : "young"), track, p.ts, e.ts_ns,
+      out_.slice("plab", std::string("PLAB ") + (p.dest ? "old" : "young"), track, p.ts, e.ts_ns,
                  {{"gc_id", p.gc_id},
                   {"plab_start", hex(a[1])},
                   {"plab_bytes", p.bytes},
                   {"used_bytes", a[3]},
                   {"wasted_bytes", a[4]},
-                  {"retired_by_tid", here}}));
+                  {"retired_by_tid", here}});
       plabs_.erase(it);
       break;
     }
     case JT_PROMOTE_DIRECT:
-      emit(instant("plab", "promoted outside PLABs", here, e.ts_ns,
+      out_.instant("plab", "promoted outside PLABs", here, e.ts_ns,
                    {{"gc_id", a[0]}, {"address", hex(a[1])}, {"bytes", a[2]},
-                    {"dest", a[3] & 1 ? "old" : "young"}}));
+                    {"dest", a[3] & 1 ? "old" : "young"}});
       break;
   }
 }
@@ -252,15 +285,14 @@ void PerfettoExport::add(const trace::Record& r) {
 void PerfettoExport::finish() {
   // A collection still running when the recording ended: a slice to its end, marked.
   for (const auto& [id, g] : gcs_)
-    emit(slice("gc", "GC " + u(id) + " " + reader_.strings()[g.name] + " (unfinished)", gc_track(g.kind), g.ts,
-               last_ns_, {{"gc_id", id}, {"unfinished", true}}));
+    out_.slice("gc", "GC " + u(id) + " " + reader_.strings()[g.name] + " (unfinished)", gc_track(g.kind), g.ts,
+               last_ns_, {{"gc_id", id}, {"unfinished", true}});
   for (const auto& [key, p] : pauses_)
-    emit(slice("gc", "GC " + u(key.first) + " " + reader_.strings()[p.name] + " (unfinished)", kGcPauseTrack, p.ts,
-               last_ns_, {{"gc_id", key.first}, {"unfinished", true}}));
+    out_.slice("gc", "GC " + u(key.first) + " " + reader_.strings()[p.name] + " (unfinished)", kGcPauseTrack, p.ts,
+               last_ns_, {{"gc_id", key.first}, {"unfinished", true}});
   if (heap_known_ && heap_pending_) heap_counter(last_ns_, heap_used_);
   if (rate_started_) rate_until(rate_bucket_ + interval_);  // the last, partial bucket
-  if (!header_) emit({{"ph", "M"}, {"name", "process_name"}, {"pid", 0}, {"args", {{"name", "empty trace"}}}});
-  out_("\n]}\n");
+  out_.finish();
 }
 
 }  // namespace jvmtrace::analysis

@@ -1,12 +1,15 @@
-// A trace as Chrome's Trace Event Format (JSON), which ui.perfetto.dev and
-// chrome://tracing open: GC pauses as slices on a VM track, TLAB refills and
-// slow-path allocations on each mutator thread, PLABs on each GC worker,
-// counters for heap used and allocation rate.  docs/analysis.md has the
-// mapping, event by event.
+// A trace as a timeline for ui.perfetto.dev: GC pauses as slices on a VM
+// track, TLAB refills and slow-path allocations on each mutator thread,
+// PLABs on each GC worker, counters for heap used and allocation rate.
+// docs/analysis.md has the mapping, event by event.  PerfettoExport decides
+// what is drawn; a TimelineSink writes it, as Chrome's Trace Event Format
+// (JSON, which chrome://tracing opens too) or as Perfetto's own protobuf
+// trace (perfetto_proto.h: a fraction of the size).
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -25,16 +28,45 @@ constexpr uint32_t kGcConcurrentTrack = 1000000001;
 constexpr uint32_t kGcCollectionTrack = 1000000002;
 constexpr uint32_t kOldPlabTrackBase = 1100000000;  // + the worker's tid
 
+// What the timeline is made of.  Times are nanoseconds on the trace's clock;
+// tid is a real thread's or one of the pseudo tracks above; args are the
+// event's fields (numbers and strings; addresses as "0x..." strings under a
+// key that is_address_key() names).
+class TimelineSink {
+ public:
+  virtual ~TimelineSink() = default;
+  virtual void process(uint32_t pid, const std::string& name, const std::string& labels) = 0;
+  virtual void thread(uint32_t pid, uint32_t tid, const std::string& name, int sort_index) = 0;
+  virtual void slice(const char* cat, const std::string& name, uint32_t tid, uint64_t from_ns, uint64_t to_ns,
+                     const Json& args) = 0;
+  virtual void instant(const char* cat, const std::string& name, uint32_t tid, uint64_t ns, const Json& args) = 0;
+  // An instant of the whole process (events lost).
+  virtual void process_instant(const std::string& name, uint64_t ns, const Json& args) = 0;
+  // A counter's value (a JSON number: integers stay integers) at ns; series
+  // names the value within the counter (Trace Event's args key).
+  virtual void counter(const char* name, const char* series, uint64_t ns, const Json& value) = 0;
+  // Ends the output (empty: nothing was given).
+  virtual void finish() = 0;
+  uint64_t events_written() const { return written_; }
+
+ protected:
+  uint64_t written_ = 0;
+};
+
+// The args keys whose "0x..." values are addresses.
+bool is_address_key(const std::string& key);
+
+// Chrome's Trace Event Format: one JSON document, an event per line.
+// out receives the text in pieces; origin_ns is time zero.
+std::unique_ptr<TimelineSink> trace_event_json_sink(uint64_t origin_ns, std::function<void(const std::string&)> out);
+
 class PerfettoExport {
  public:
-  // out receives the JSON text in pieces; origin_ns is time zero.
-  PerfettoExport(const trace::TraceReader& reader, uint64_t origin_ns, std::function<void(const std::string&)> out,
-                 uint64_t rate_interval_ns);
+  // origin_ns is time zero.
+  PerfettoExport(const trace::TraceReader& reader, uint64_t origin_ns, TimelineSink& sink, uint64_t rate_interval_ns);
 
   void add(const trace::Record& r);
-  void finish();  // closes what is open at the end of the trace, ends the JSON
-
-  uint64_t events_written() const { return written_; }
+  void finish();  // closes what is open at the end of the trace, ends the output
 
  private:
   struct OpenSlow {
@@ -49,12 +81,6 @@ class PerfettoExport {
     uint64_t ts = 0, used = 0, committed = 0, kind = 0, name = 0, cause = 0;
   };
 
-  void emit(const Json& event);
-  double ts(uint64_t ns) const;  // microseconds since the origin, Trace Event's unit
-  // The event kinds: a slice [from, to] on track tid, an instant, a counter.
-  Json slice(const char* cat, const std::string& name, uint32_t tid, uint64_t from, uint64_t to, Json args) const;
-  Json instant(const char* cat, const std::string& name, uint32_t tid, uint64_t ns, Json args) const;
-  Json counter(const char* name, uint64_t ns, Json args) const;
   uint32_t gc_track(uint64_t kind) const {
     return kind == JVMTRACE_GC_CONCURRENT ? kGcConcurrentTrack : pause_probes_ ? kGcCollectionTrack : kGcPauseTrack;
   }
@@ -70,11 +96,10 @@ class PerfettoExport {
 
   const trace::TraceReader& reader_;
   uint64_t origin_;
-  std::function<void(const std::string&)> out_;
+  TimelineSink& out_;
   uint64_t interval_;
   uint32_t pid_ = 0;
-  bool header_ = false;
-  uint64_t written_ = 0, last_ns_ = 0;
+  uint64_t last_ns_ = 0;
   std::vector<bool> named_;  // thread index -> thread_name metadata written
   std::map<uint32_t, bool> pseudo_named_;
   std::unordered_map<uint32_t, OpenSlow> slow_;

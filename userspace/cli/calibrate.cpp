@@ -14,6 +14,7 @@
 #include "analysis/calibration.h"
 #include "base/json.h"
 #include "base/strings.h"
+#include "cli/progress.h"
 #include "cli/trace_input.h"
 #include "trace/reader.h"
 
@@ -154,7 +155,12 @@ int calibrate_command(int argc, char** argv) {
     std::fprintf(stderr, "jvmtrace calibrate: %s\n", error.c_str());
     return 1;
   }
-  const trace::ReadStatus st = reader.read([&](const trace::Record& r, uint64_t) { cal.add(reader, r); });
+  Progress progress("jvmtrace calibrate", argv[optind]);
+  const trace::ReadStatus st = reader.read([&](const trace::Record& r, uint64_t offset) {
+    cal.add(reader, r);
+    progress.at(offset);
+  });
+  progress.done();
   const analysis::CalibrationResult res = cal.finish(reader);
   auto share = [](double x, double total) { return total > 0 ? x / total : 0.0; };
   if (json) {

@@ -1,4 +1,5 @@
-// jvmtrace export --perfetto: a trace as a timeline for ui.perfetto.dev.
+// jvmtrace export --perfetto: a trace as a timeline for ui.perfetto.dev, as
+// Perfetto's protobuf trace or as Trace Event JSON.
 #include "cli/commands.h"
 
 #include <getopt.h>
@@ -10,7 +11,9 @@
 
 #include "analysis/output_file.h"
 #include "analysis/perfetto_export.h"
+#include "analysis/perfetto_proto.h"
 #include "base/strings.h"
+#include "cli/progress.h"
 #include "cli/trace_input.h"
 #include "trace/reader.h"
 
@@ -20,20 +23,28 @@ namespace {
 
 void usage(FILE* out) {
   std::fprintf(out,
-               "USAGE: jvmtrace export --perfetto FILE -o OUT.json[.gz] [--rate-interval SEC]\n"
-               "Converts a trace to Chrome's Trace Event Format (JSON), which ui.perfetto.dev and\n"
-               "chrome://tracing open: GC pauses (cause, heap before/after) and concurrent cycles on\n"
-               "VM tracks; TLAB refills and allocation slow paths on each mutator thread; PLABs on\n"
-               "each GC worker; counters for heap used (between pauses: the last pause's figure plus\n"
-               "the traced allocation since), heap committed and allocation rate.  docs/analysis.md\n"
-               "has the mapping.  Nothing leaves the machine: open the file in the UI yourself.\n"
-               "      --perfetto          the output format (the only one so far)\n"
+               "USAGE: jvmtrace export --perfetto FILE -o OUT [--format proto|json] [--rate-interval SEC]\n"
+               "Converts a trace to a timeline for ui.perfetto.dev: GC pauses (cause, heap\n"
+               "before/after) and concurrent cycles on VM tracks; TLAB refills and allocation slow\n"
+               "paths on each mutator thread; PLABs on each GC worker; counters for heap used\n"
+               "(between pauses: the last pause's figure plus the traced allocation since), heap\n"
+               "committed and allocation rate.  docs/analysis.md has the mapping.  Nothing leaves\n"
+               "the machine: open the file in the UI yourself.\n"
+               "Two formats, chosen by OUT's name (or --format):\n"
+               "  OUT.pftrace[.gz]        Perfetto's own protobuf trace: about a third of the JSON's\n"
+               "                          size, and what the UI loads fastest (recommended)\n"
+               "  OUT.json[.gz], others   Chrome's Trace Event Format (JSON), which chrome://tracing\n"
+               "                          and other tools also read\n"
+               "      --perfetto          a timeline for Perfetto (the only kind of export so far)\n"
                "  -o, --output OUT        where to write; a name ending in .gz is gzip-compressed;\n"
-               "                          - for stdout\n"
+               "                          - for stdout (JSON unless --format proto)\n"
+               "      --format FMT        proto or json, whatever OUT's name\n"
                "      --rate-interval SEC allocation-rate counter steps (default 0.01)\n"
+               "On a terminal, a progress line shows while a large trace is read.\n"
                "Exit status as for 'jvmtrace dump': 0 complete, 3 incomplete (the intact part is\n"
                "exported), 1 corrupt or unwritable, 2 usage.\n"
                "EXAMPLES:\n"
+               "  jvmtrace export --perfetto app.jvmtrace -o app.pftrace\n"
                "  jvmtrace export --perfetto app.jvmtrace -o app.json.gz\n");
 }
 
@@ -41,10 +52,11 @@ void usage(FILE* out) {
 
 int export_command(int argc, char** argv) {
   bool perfetto = false;
-  std::string output;
+  std::string output, format;
   double interval = 0.01;
   static const option longopts[] = {{"perfetto", no_argument, nullptr, 'P'},
                                     {"output", required_argument, nullptr, 'o'},
+                                    {"format", required_argument, nullptr, 'f'},
                                     {"rate-interval", required_argument, nullptr, 'r'},
                                     {"help", no_argument, nullptr, 'h'},
                                     {nullptr, 0, nullptr, 0}};
@@ -54,6 +66,13 @@ int export_command(int argc, char** argv) {
     switch (c) {
       case 'P': perfetto = true; break;
       case 'o': output = optarg; break;
+      case 'f':
+        format = optarg;
+        if (format != "proto" && format != "json") {
+          std::fprintf(stderr, "jvmtrace export: --format takes proto or json, not '%s'\n", optarg);
+          return 2;
+        }
+        break;
       case 'r':
         if (!parse_seconds(optarg, &interval)) {
           std::fprintf(stderr, "jvmtrace export: --rate-interval takes a positive number of seconds, not '%s'\n", optarg);
@@ -69,6 +88,9 @@ int export_command(int argc, char** argv) {
     usage(stderr);
     return 2;
   }
+  if (format.empty())
+    format = ends_with(output, ".pftrace") || ends_with(output, ".pftrace.gz") ? "proto" : "json";
+  const bool proto = format == "proto";
   const char* path = argv[optind];
   trace::TraceReader reader;
   std::string error;
@@ -80,25 +102,34 @@ int export_command(int argc, char** argv) {
   }
   // The origin (time zero) is the recording's start, as in dump and report;
   // it is known once the meta record is read, which comes first.
+  std::unique_ptr<analysis::TimelineSink> sink;
   std::unique_ptr<analysis::PerfettoExport> ex;
-  auto sink = [&](const std::string& s) { out.write(s); };
-  const trace::ReadStatus st = reader.read([&](const trace::Record& r, uint64_t) {
+  auto start = [&](uint64_t origin) {
+    auto write = [&](const std::string& s) { out.write(s); };
+    sink = proto ? analysis::perfetto_proto_sink(origin, write) : analysis::trace_event_json_sink(origin, write);
+    ex = std::make_unique<analysis::PerfettoExport>(reader, origin, *sink, static_cast<uint64_t>(interval * 1e9));
+  };
+  Progress progress("jvmtrace export", path);
+  const trace::ReadStatus st = reader.read([&](const trace::Record& r, uint64_t offset) {
     if (!ex) {
       uint64_t origin = trace_origin_ns(reader);
       if (!origin && r.type < JT_PROBE_COUNT) origin = r.ts_ns;
-      ex = std::make_unique<analysis::PerfettoExport>(reader, origin, sink, static_cast<uint64_t>(interval * 1e9));
+      start(origin);
     }
     ex->add(r);
+    progress.at(offset);
   });
-  if (!ex) ex = std::make_unique<analysis::PerfettoExport>(reader, 0, sink, static_cast<uint64_t>(interval * 1e9));
+  progress.done();
+  if (!ex) start(0);
   ex->finish();
   if (!out.close(&error)) {
     std::fprintf(stderr, "jvmtrace export: %s\n", error.c_str());
     return 1;
   }
   if (output != "-")
-    std::fprintf(stderr, "jvmtrace export: %s: %llu trace events, %llu bytes of JSON%s\n", output.c_str(),
-                 static_cast<unsigned long long>(ex->events_written()), static_cast<unsigned long long>(out.bytes_in()),
+    std::fprintf(stderr, "jvmtrace export: %s: %llu trace events, %llu bytes of %s%s\n", output.c_str(),
+                 static_cast<unsigned long long>(sink->events_written()),
+                 static_cast<unsigned long long>(out.bytes_in()), proto ? "Perfetto protobuf" : "JSON",
                  ends_with(output, ".gz") ? " before gzip" : "");
   return trace_end_status("jvmtrace export", path, st, "exported the intact part");
 }

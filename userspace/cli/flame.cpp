@@ -10,6 +10,7 @@
 #include "analysis/output_file.h"
 #include "analysis/svg_plot.h"
 #include "base/strings.h"
+#include "cli/progress.h"
 #include "cli/trace_input.h"
 #include "trace/reader.h"
 
@@ -71,7 +72,12 @@ int flame_command(int argc, char** argv) {
   std::string error;
   if (!open_trace("jvmtrace flame", path, &reader)) return 1;
   analysis::FlameGraph flame(reader, threads);
-  const trace::ReadStatus st = reader.read([&](const trace::Record& r, uint64_t) { flame.add(r); });
+  Progress progress("jvmtrace flame", path);
+  const trace::ReadStatus st = reader.read([&](const trace::Record& r, uint64_t offset) {
+    flame.add(r);
+    progress.at(offset);
+  });
+  progress.done();
   flame.finish();
   if (reader.meta_value("stacks").empty())
     std::fprintf(stderr, "jvmtrace flame: %s was recorded without --stacks: every allocation is under [no stack]\n", path);

@@ -21,6 +21,7 @@
 #include "analysis/trace_summary.h"
 #include "base/json.h"
 #include "base/strings.h"
+#include "cli/progress.h"
 #include "cli/trace_input.h"
 #include "trace/reader.h"
 
@@ -380,12 +381,22 @@ int report_command(int argc, char** argv) {
   if (!open_trace("jvmtrace report", argv[optind], &reader)) return 1;
   if (do_check) {
     analysis::ConsistencyCheck ck(reader, check_options);
-    const trace::ReadStatus st = reader.read([&](const trace::Record& r, uint64_t) { ck.add(r); });
+    Progress progress("jvmtrace report --check", argv[optind]);
+    const trace::ReadStatus st = reader.read([&](const trace::Record& r, uint64_t offset) {
+      ck.add(r);
+      progress.at(offset);
+    });
+    progress.done();
     ck.finish();
     return check(reader, st, ck, json, argv[optind]);
   }
   analysis::TraceSummary summary(reader);
-  const trace::ReadStatus st = reader.read([&](const trace::Record& r, uint64_t) { summary.add(r); });
+  Progress progress("jvmtrace report", argv[optind]);
+  const trace::ReadStatus st = reader.read([&](const trace::Record& r, uint64_t offset) {
+    summary.add(r);
+    progress.at(offset);
+  });
+  progress.done();
   if (html) {
     const analysis::Derived d = summary.derive(interval);
     analysis::OutputFile out;
