@@ -21,12 +21,17 @@
 #
 # Usage: scripts/build-patched-jdk.sh [--jdk 17|21|25] [--cache DIR]
 #                                      [--variant V[,V...]|both|all]
-#                                      [--print] [--jobs N]
+#                                      [--print] [--jobs N] [--deb]
 #   --jdk      the release line (default 17)
 #   --variant  patched, unpatched, fastdebug, a comma list of them,
 #              both (patched,unpatched: the default) or all
 #   --print   print the JAVA_HOMEs (variant=path lines) if built; exit 1 if not
 #   --print-root  print the Debian 13 root 21 and 25 run in, if made
+#   --deb     also make a Debian package of the patched JDK 17 (built first
+#             if missing), installing into /usr/lib/jvm/jvmtrace-17-patched
+#             beside the system's JDK; prints deb=<path> last.  Cached under
+#             the cache's deb/ by the image's key.  (21 and 25 run only on
+#             Debian 13's glibc: no package for Debian 12.)
 # Environment: JVMTRACE_CACHE (default /var/cache/jvmtrace)
 # Output (stdout, last lines): patched=<JAVA_HOME> / unpatched=<JAVA_HOME> / ...
 # Cold on 2 cores: JDK 17 about 20-25 min a variant; 21 or 25 add the Debian
@@ -52,6 +57,7 @@ cache=${JVMTRACE_CACHE:-/var/cache/jvmtrace}
 variants=(patched unpatched)
 jdk=17
 print_only=0
+make_deb=0
 jobs=$(nproc)
 
 die() { echo "build-patched-jdk: $*" >&2; exit 1; }
@@ -75,11 +81,18 @@ while [ $# -gt 0 ]; do
       shift 2 ;;
     --print) print_only=1; shift ;;
     --print-root) print_only=root; shift ;;
+    --deb) make_deb=1; shift ;;
     --jobs) [[ "$2" =~ ^[1-9][0-9]*$ ]] || die "--jobs takes a positive number"; jobs=$2; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
+
+if [ "$make_deb" = 1 ]; then
+  [ "$jdk" = 17 ] || die "--deb makes the JDK 17 package only: 21 and 25 need Debian 13's glibc (2.38), which Debian 12 lacks"
+  [ "$print_only" = 0 ] || die "--deb and --print exclude each other"
+  variants=(patched)
+fi
 
 # Per release line: Debian's source package and where it is built and run.
 # 21 and 25 are fetched from Debian's pool by exact version (trixie's index
@@ -188,6 +201,67 @@ refresh_wrappers() {
 }
 
 
+# The patched image as a Debian package: its JAVA_HOME under
+# /usr/lib/jvm/jvmtrace-17-patched, self-contained (the image's links into its
+# own /etc and /usr/share become files; cacerts stays the system's), with
+# Debian's runtime's dependencies.  Registers no alternatives: the system's
+# java stays the system's.  Prints deb=PATH.
+deb_version() { echo "${SRC_VERSION}+jvmtrace$(key_of patched)"; }
+deb_of() { echo "$cache/deb/jvmtrace-jdk-${jdk}_$(deb_version)_amd64.deb"; }
+build_deb() {
+  local home out deb stage dest name=jvmtrace-$jdk-patched l r depends
+  out=$(out_of patched)
+  home=$(realpath "$out/root/usr/lib/jvm/$jdk_dir")
+  deb=$(deb_of)
+  if [ ! -f "$deb" ]; then
+    log "packaging $home as $(basename "$deb")"
+    stage=$(mktemp -d "$cache/deb-stage.XXXXXX")
+    dest=$stage/usr/lib/jvm/$name
+    mkdir -p "$dest" "$stage/DEBIAN" "$stage/usr/share/doc/jvmtrace-jdk-$jdk"
+    cp -a "$home/." "$dest/"
+    find "$dest" -type l | while read -r l; do
+      r=$(realpath -m "$home/${l#"$dest"/}")
+      case "$r" in
+        "$home"/*) ;;                              # inside the JAVA_HOME: stays a link
+        /etc/ssl/certs/java/cacerts) ;;            # the system's CA store (ca-certificates-java)
+        *) rm "$l"; if [ -f "$r" ]; then cp "$r" "$l"; fi ;;  # a file of the image; docs, src.zip: gone
+      esac
+    done
+    printf '%s\n' \
+      "OpenJDK $SRC_VERSION (Debian's source and runtime) with a HotSpot built with the" \
+      "jvmtrace USDT probes (provider jvmtrace) by jvmtrace's scripts/build-patched-jdk.sh," \
+      "image key $(key_of patched).  Run it as /usr/lib/jvm/$name/bin/java; trace it with" \
+      "jvmtrace (package jvmtrace).  OpenJDK's licences: /usr/lib/jvm/$name/legal/." \
+      > "$stage/usr/share/doc/jvmtrace-jdk-$jdk/README"
+    depends=$(dpkg-deb -f "$cache/debs/$SRC_VERSION/$SRC_PKG-jre-headless_${SRC_VERSION}_amd64.deb" Depends) \
+      || die "Debian's runtime .deb is not in the cache (its Depends are the package's): rebuild the image"
+    printf '%s\n' \
+      "Package: jvmtrace-jdk-$jdk" \
+      "Version: $(deb_version)" \
+      "Architecture: amd64" \
+      "Maintainer: jvmtrace developers <jvmtrace@localhost>" \
+      "Depends: $depends" \
+      "Section: java" \
+      "Priority: optional" \
+      "Installed-Size: $(du -sk "$stage/usr" | cut -f1)" \
+      "Description: OpenJDK $jdk with the jvmtrace USDT probes in HotSpot" \
+      " Debian's OpenJDK $SRC_VERSION with its HotSpot (libjvm.so) built from the" \
+      " same source with the jvmtrace probes: TLAB refills, allocation slow paths," \
+      " GC and pause start/end, PLABs, for jvmtrace and bpftrace.  Detached, each" \
+      " probe site is a 5-byte nop." \
+      " ." \
+      " Installs into /usr/lib/jvm/$name, beside the system's JDK, and" \
+      " registers no alternatives: run /usr/lib/jvm/$name/bin/java." \
+      > "$stage/DEBIAN/control"
+    mkdir -p "$cache/deb"
+    dpkg-deb --root-owner-group -Zgzip --build "$stage" "$deb.part" >/dev/null
+    mv "$deb.part" "$deb"
+    rm -rf "$stage"
+    for l in "$cache/deb/jvmtrace-jdk-${jdk}"_*.deb; do [ "$l" = "$deb" ] || rm -f "$l"; done
+  fi
+  echo "deb=$deb"
+}
+
 if [ "$print_only" = root ]; then
   [ -f "$trixie_root/.complete" ] || { echo "the Debian 13 root is not made (would be $trixie_root)" >&2; exit 1; }
   echo "$trixie_root"
@@ -208,6 +282,7 @@ for v in "${variants[@]}"; do built "$v" || all_built=0; done
 if [ "$all_built" = 1 ]; then
   [ "$IN_ROOT" = 1 ] && refresh_wrappers
   for v in "${variants[@]}"; do echo "$v=$(home_of "$v")"; done
+  if [ "$make_deb" = 1 ]; then build_deb; fi
   exit 0
 fi
 
@@ -492,3 +567,4 @@ for v in "${variants[@]}"; do
   done
 done
 for v in "${variants[@]}"; do echo "$v=$(home_of "$v")"; done
+if [ "$make_deb" = 1 ]; then build_deb; fi

@@ -5,13 +5,22 @@
 #   scripts/install-deps.sh            # build + run + test packages
 #   scripts/install-deps.sh --jdk-build  # also what building HotSpot needs
 #   scripts/install-deps.sh --bench      # also the benchmarks' programs (bench/)
+#   scripts/install-deps.sh --first      # only what trace-demo.sh's first look runs
+#                                        # (bpftrace tools on Debian's JDK: no build)
+#   scripts/install-deps.sh --tools      # only what building and running jvmtrace needs
 set -euo pipefail
 
-runtime=(build-essential cmake pkg-config clang llvm libclang-rt-14-dev libbpf-dev libelf-dev zlib1g-dev nlohmann-json3-dev
-         bpftool bpftrace systemtap-sdt-dev binutils bc
-         openjdk-17-jdk-headless python3 python3-pytest
-         chromium python3-pil       # the HTML report's rendering test
-         protobuf-compiler python3-protobuf)  # decoding the Perfetto export with its schema in the tests
+# Building and running jvmtrace and its tools.
+tools=(build-essential cmake pkg-config help2man dpkg-dev clang llvm libclang-rt-14-dev libbpf-dev libelf-dev zlib1g-dev nlohmann-json3-dev
+       bpftool bpftrace systemtap-sdt-dev binutils bc
+       openjdk-17-jdk-headless python3)
+# The tests, besides: the HTML report's rendering, decoding the Perfetto
+# export with its schema, a fresh Debian 12 root for the packages' test.
+tests=(python3-pytest chromium python3-pil protobuf-compiler python3-protobuf mmdebstrap)
+runtime=("${tools[@]}" "${tests[@]}")
+# trace-demo.sh's first look: bpftrace stock tools on a Debian program on
+# Debian's JDK, before anything is built.
+first=(bpftrace binutils openjdk-17-jdk-headless python3 libsaxonhe-java)
 # Real Java programs the tests run (tests/corpus.py; test_corpus_programs.py
 # checks that this list is the corpus's).
 corpus=(libeclipse-jdt-core-java libh2-java liblucene8-java librhino-java libsaxonhe-java)
@@ -26,8 +35,10 @@ want=("${runtime[@]}" "${corpus[@]}")
 case "${1:-}" in
   --jdk-build) want+=("${jdk_build[@]}") ;;
   --bench) want+=("${bench[@]}") ;;
+  --first) want=("${first[@]}") ;;
+  --tools) want=("${tools[@]}") ;;
   "") ;;
-  -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "install-deps.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
 esac
 
@@ -50,9 +61,12 @@ if [ ${#missing[@]} -eq 0 ]; then
 fi
 echo "[deps] installing: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-if ! apt-get install -y -qq "${missing[@]}" >/tmp/jvmtrace-apt.log 2>&1; then
-  apt-get update -qq >>/tmp/jvmtrace-apt.log 2>&1 || true
-  if ! apt-get install -y -qq "${missing[@]}" >>/tmp/jvmtrace-apt.log 2>&1; then
+# Another apt (the demo's background set-up, unattended-upgrades) may hold
+# the lock for a while: wait for it rather than fail.
+apt=(apt-get -o DPkg::Lock::Timeout=600)
+if ! "${apt[@]}" install -y -qq "${missing[@]}" >/tmp/jvmtrace-apt.log 2>&1; then
+  "${apt[@]}" update -qq >>/tmp/jvmtrace-apt.log 2>&1 || true
+  if ! "${apt[@]}" install -y -qq "${missing[@]}" >>/tmp/jvmtrace-apt.log 2>&1; then
     echo "install-deps.sh: apt-get install failed; see /tmp/jvmtrace-apt.log:" >&2
     tail -n 15 /tmp/jvmtrace-apt.log >&2
     exit 1

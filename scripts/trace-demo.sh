@@ -1,63 +1,189 @@
 #!/usr/bin/env bash
 # The main job: set up everything on a bare Debian 12 machine (root), then
-# trace a real Java program under the patched HotSpot and print what was seen.
+# trace real Java programs and print what was seen, in three steps.
 #
-#   sudo scripts/trace-demo.sh [--gc G1|Parallel] [--iterations N]
+#   scripts/trace-demo.sh [--gc G1|Parallel] [--iterations N]
+#                         [--first-look-only | --no-first-look]
 #
-# Steps: apt packages; the patched/unpatched JDK (built once, cached under
-# /var/cache/jvmtrace, ~25 min cold); the project (cmake); the Java test
-# programs; then AllocWorker runs under the patched JVM while two tracers
-# attach to it by PID: `jvmtrace stat` (libbpf, in-kernel histograms),
-# `jvmtrace record --stacks` (every event and its stack into
-# build/demo.jvmtrace, then `jvmtrace report`, `report --check`, `report
-# --html`, `export --perfetto` and `flame` on it, into build/demo.*) and the
-# jvmmem bpftrace tool (scripts/jvmtrace-bt).  Then a real program from
-# Debian, Saxon-HE transforming a 24 MB document under G1 (concurrent cycles
-# with their Remark and Cleanup pauses), recorded from its first allocation
-# with `jvmtrace record -- java ...`: its pauses beside -Xlog:gc, and
-# `report --check`.
+# 1. A first look, in about two minutes on a bare machine: Saxon-HE (an XSLT
+#    processor from Debian) transforms a 24 MB document on Debian's own JDK
+#    17, held at start-up, with two bpftrace stock tools attached (GC pauses,
+#    TLAB refills: uprobes on HotSpot's own functions, no patch, no build);
+#    then, once jvmtrace is built, `jvmtrace stat` in stock mode on the same
+#    program.  Meanwhile the patched JDK builds in the background
+#    (build/demo-setup.log).
+# 2. Waits for the patched JDK (about 23 minutes cold on 2 cores; seconds
+#    when cached under /var/cache/jvmtrace).
+# 3. The whole picture on the patched JVM: AllocWorker with `jvmtrace stat`,
+#    `jvmtrace record --stacks` and the jvmmem bpftrace tool attached by PID
+#    (then report, report --check, the HTML page, a Perfetto timeline and a
+#    flame graph into build/demo.*), and Saxon-HE recorded from its first
+#    allocation with `jvmtrace record -- java ...`, its pauses beside -Xlog:gc.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
-gc=G1 iterations=5000000
+gc=G1 iterations=5000000 first_look=1 patched=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --gc) gc=$2; shift 2 ;;
     --iterations) iterations=$2; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --first-look-only) patched=0; shift ;;
+    --no-first-look) first_look=0; shift ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "trace-demo: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 case "$gc" in G1|Parallel) ;; *) echo "trace-demo: --gc takes G1 or Parallel" >&2; exit 2 ;; esac
 [[ "$iterations" =~ ^[1-9][0-9]*$ ]] || { echo "trace-demo: --iterations takes a positive number" >&2; exit 2; }
+[ $first_look = 1 ] || [ $patched = 1 ] || { echo "trace-demo: --first-look-only and --no-first-look exclude each other" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "trace-demo: run as root (installs packages, attaches eBPF)" >&2; exit 1; }
 
-say() { echo "[demo] $*" >&2; }
-"$here/install-deps.sh"
-java_home=$("$here/build-patched-jdk.sh" --variant patched | sed -n 's/^patched=//p')
+start=$SECONDS
+say() { printf '[demo %d:%02d] %s\n' $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)) "$*" >&2; }
+tmp=$(mktemp -d)
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+mkdir -p "$repo/build"
+setup_log=$repo/build/demo-setup.log
+jvmtrace=$repo/build/userspace/jvmtrace
+
+# Everything else (build tools, the corpus, HotSpot's build dependencies),
+# then the patched JDK: in the background, niced, while the first look runs.
+# deps.done tells the first look it can build jvmtrace.
+setup_done=$tmp/setup.done
+start_setup() {
+(
+  "$here/install-deps.sh" --tools
+  touch "$tmp/deps.done"
+  "$here/install-deps.sh" --jdk-build
+  [ $patched = 1 ] || exit 0
+  nice -n 10 "$here/build-patched-jdk.sh" --variant patched
+  touch "$setup_done"
+) > "$setup_log" 2>&1 &
+setup_pid=$!
+pids+=($setup_pid)
+}
+
+build_jvmtrace() {
+  cmake -S "$repo" -B "$repo/build" >/dev/null
+  cmake --build "$repo/build" -j "$(nproc)" >/dev/null
+}
+wait_for_deps() {
+  until [ -e "$tmp/deps.done" ]; do
+    kill -0 $setup_pid 2>/dev/null || { say "installing packages failed:"; tail -n 20 "$setup_log" >&2; exit 1; }
+    sleep 1
+  done
+}
+# The corpus's Saxon-HE run (tests/corpus.py prepares its input and checks
+# its output): saxon_cmd JAVA_HOME WORKDIR EXTRA_FLAGS... -> the command in ${saxon[@]}.
+saxon_cmd() {
+  local home=$1 work=$2
+  shift 2
+  local flags
+  flags=$(printf '%s\n' "$@")
+  mapfile -d '' saxon < <(cd "$repo/tests" && FLAGS="$flags" /usr/bin/python3 -c '
+import os, sys, corpus
+flags = corpus.SAXON.gc["G1"] + [f for f in os.environ["FLAGS"].split("\n") if f]
+sys.stdout.write("\0".join(corpus.SAXON.command(sys.argv[1], flags)))' "$home")
+}
+saxon_prepare() { (cd "$repo/tests" && /usr/bin/python3 -c "import sys, corpus; corpus.SAXON.prepare(sys.argv[1], sys.argv[2])" "$2" "$1"); }
+saxon_check() { (cd "$repo/tests" && /usr/bin/python3 -c "import sys, corpus; corpus.SAXON.check(sys.argv[1], sys.argv[2])" "$2" "$1"); }
+
+if [ $first_look = 1 ]; then
+  say "step 1 of 3: a first look, on Debian's own JDK 17 (stock mode: no patch, no build)"
+  "$here/install-deps.sh" --first   # what the first look runs on: bpftrace, Debian's JDK 17, Saxon-HE
+  start_setup
+  debian_home=/usr/lib/jvm/java-17-openjdk-amd64
+  work=$tmp/first
+  mkdir -p "$work"
+  saxon_prepare "$debian_home" "$work"
+  # Held at start-up (the JVM waits while vm.paused.PID exists in its
+  # working directory), so the tools see it from its first allocation.
+  saxon_cmd "$debian_home" "$work" -Xlog:gc:file=gc.log -XX:+UnlockDiagnosticVMOptions -XX:+PauseAtStartup
+  (cd "$work" && exec "${saxon[@]}" > saxon.out 2>&1) &
+  spid=$!
+  pids+=($spid)
+  until [ -e "$work/vm.paused.$spid" ] && grep -q libjvm.so "/proc/$spid/maps" 2>/dev/null; do
+    kill -0 $spid 2>/dev/null || { cat "$work/saxon.out" >&2; exit 1; }
+    sleep 0.1
+  done
+  say "Saxon-HE is PID $spid, held at start-up; attaching: scripts/jvmtrace-bt gcpause_stock $spid, tlabstat_stock $spid"
+  "$here/jvmtrace-bt" gcpause_stock "$spid" > "$tmp/gcpause.out" 2>&1 &
+  gpid=$!
+  "$here/jvmtrace-bt" tlabstat_stock "$spid" > "$tmp/tlabstat.out" 2>&1 &
+  tpid=$!
+  pids+=($gpid $tpid)
+  until grep -q 'Hit Ctrl-C' "$tmp/gcpause.out" && grep -q 'Hit Ctrl-C' "$tmp/tlabstat.out"; do
+    kill -0 $gpid 2>/dev/null || { cat "$tmp/gcpause.out" >&2; exit 1; }
+    kill -0 $tpid 2>/dev/null || { cat "$tmp/tlabstat.out" >&2; exit 1; }
+    sleep 0.1
+  done
+  say "attached; letting Saxon-HE run"
+  rm -f "$work/vm.paused.$spid"
+  wait $spid || true
+  kill -INT $gpid $tpid
+  wait $gpid $tpid || true
+  echo "=== scripts/jvmtrace-bt gcpause_stock $spid (bpftrace, stock mode: every collection of the run) ==="
+  cat "$tmp/gcpause.out"
+  echo "=== scripts/jvmtrace-bt tlabstat_stock $spid (bpftrace, stock mode: TLAB refills) ==="
+  cat "$tmp/tlabstat.out"
+  echo "=== -Xlog:gc of the same run (the JVM's own account: the same GC ids; stock mode sees a G1"
+  echo "    concurrent cycle, with its Remark and Cleanup pauses, as one long collection) ==="
+  grep -E ' Pause |Concurrent Mark Cycle [0-9]' "$work/gc.log" || true
+  saxon_check "$debian_home" "$work" && echo "(Saxon's output checked: the same sums as computed from its input)"
+  say "first result shown; now building jvmtrace (the packages it needs are installing in the background)"
+  wait_for_deps
+  build_jvmtrace
+  work=$tmp/first-stat
+  mkdir -p "$work"
+  saxon_prepare "$debian_home" "$work"
+  saxon_cmd "$debian_home" "$work"
+  echo "=== jvmtrace stat -- java ... Saxon (stock mode on Debian's JDK: held at start-up, a report at its exit) ==="
+  (cd "$work" && "$jvmtrace" stat -- "${saxon[@]}")
+  echo "(stock mode sees TLAB refills, allocations outside TLABs and collections; the patched JVM below adds"
+  echo " the slow path's outcome and time, waste, PLABs, heap sizes and every pause by kind: docs/stock-mode.md)"
+  [ $patched = 1 ] || { say "done (--first-look-only)"; exit 0; }
+fi
+
+[ $first_look = 1 ] || start_setup
+say "step 2 of 3: the patched JDK 17 (building in the background since the start: $setup_log)"
+while [ ! -e "$setup_done" ]; do
+  if ! kill -0 $setup_pid 2>/dev/null; then
+    wait $setup_pid && [ -e "$setup_done" ] && break
+    say "setting up failed; the end of $setup_log:"
+    tail -n 20 "$setup_log" >&2
+    exit 1
+  fi
+  last=$(grep -a '^\[jdk' "$setup_log" | tail -n 1 || true)
+  [ -z "$last" ] || say "  ${last#*] }"
+  sleep 60
+done
+java_home=$(sed -n 's/^patched=//p' "$setup_log" | tail -n 1)
 say "patched JDK: $java_home"
-cmake -S "$repo" -B "$repo/build" >/dev/null
-cmake --build "$repo/build" -j "$(nproc)" >/dev/null
+say "step 3 of 3: the whole picture on the patched JVM"
+build_jvmtrace
 classes=$repo/build/java
 mkdir -p "$classes"
 "$java_home/bin/javac" -d "$classes" "$repo"/tests/java/*.java
 
-tmp=$(mktemp -d)
-trap 'kill "${jpid:-}" "${btpid:-}" "${statpid:-}" "${recpid:-}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 mkfifo "$tmp/go"
 "$java_home/bin/java" "-XX:+Use${gc}GC" -Xms128m -Xmx128m -XX:+PreserveFramePointer -Xlog:gc:file="$tmp/gc.log" \
   -cp "$classes" AllocWorker "$iterations" < "$tmp/go" > "$tmp/java.out" &
 jpid=$!
+pids+=($jpid)
 exec 3>"$tmp/go"
 until grep -q '^ready' "$tmp/java.out"; do sleep 0.1; kill -0 $jpid || exit 1; done
 say "AllocWorker is PID $jpid ($gc GC); attaching: scripts/jvmtrace-bt jvmmem $jpid"
 "$here/jvmtrace-bt" jvmmem "$jpid" > "$tmp/bt.out" 2> "$tmp/bt.err" &
 btpid=$!
-"$repo/build/userspace/jvmtrace" stat -p "$jpid" > "$tmp/stat.out" 2> "$tmp/stat.err" &
+pids+=($btpid)
+"$jvmtrace" stat -p "$jpid" > "$tmp/stat.out" 2> "$tmp/stat.err" &
 statpid=$!
+pids+=($statpid)
 trace=$repo/build/demo.jvmtrace
-"$repo/build/userspace/jvmtrace" record -q --stacks -p "$jpid" -o "$trace" 2> "$tmp/rec.err" &
+"$jvmtrace" record -q --stacks -p "$jpid" -o "$trace" 2> "$tmp/rec.err" &
 recpid=$!
+pids+=($recpid)
 until grep -q 'Hit Ctrl-C' "$tmp/bt.out" && grep -q 'Hit Ctrl-C' "$tmp/stat.err" &&
       grep -q 'Hit Ctrl-C' "$tmp/rec.err"; do
   sleep 0.1
@@ -79,16 +205,16 @@ cat "$tmp/stat.out"
 echo "=== jvmtrace record --stacks -p $jpid -o $trace ==="
 cat "$tmp/rec.err"
 echo "=== jvmtrace report $trace (jvmtrace dump $trace: every event) ==="
-"$repo/build/userspace/jvmtrace" report "$trace"
+"$jvmtrace" report "$trace"
 echo "=== jvmtrace report --check $trace (the replay against HotSpot's invariants) ==="
-"$repo/build/userspace/jvmtrace" report --check "$trace"
+"$jvmtrace" report --check "$trace"
 echo "=== pictures of the same trace ==="
 demo=$repo/build/demo
-"$repo/build/userspace/jvmtrace" report --html "$trace" -o "$demo.html"
-"$repo/build/userspace/jvmtrace" export --perfetto "$trace" -o "$demo.perfetto.json.gz"
-"$repo/build/userspace/jvmtrace" flame "$trace" -o "$demo-alloc.svg"
+"$jvmtrace" report --html "$trace" -o "$demo.html"
+"$jvmtrace" export --perfetto "$trace" -o "$demo.pftrace"
+"$jvmtrace" flame "$trace" -o "$demo-alloc.svg"
 echo "open $demo.html (plots), $demo-alloc.svg (allocation flame graph) in a browser;"
-echo "load $demo.perfetto.json.gz at https://ui.perfetto.dev (a timeline)"
+echo "load $demo.pftrace at https://ui.perfetto.dev (a timeline)"
 echo "=== jvmtrace-bt jvmmem $jpid ==="
 cat "$tmp/bt.out"
 echo "=== the program said ==="
@@ -100,17 +226,15 @@ cat "$tmp/gc.log"
 # its output), held at start-up and recorded from its first allocation.
 work=$tmp/saxon
 mkdir -p "$work"
-corpus() { (cd "$repo/tests" && /usr/bin/python3 -c "import sys, corpus; $1" "$work" "$java_home"); }
-corpus 'corpus.SAXON.prepare(sys.argv[1], sys.argv[2])'
-mapfile -d '' saxon < <(corpus 'sys.stdout.write("\0".join(corpus.SAXON.command(sys.argv[2],
-    corpus.SAXON.gc["G1"] + ["-Xlog:gc:file=gc.log"])))')
+saxon_prepare "$java_home" "$work"
+saxon_cmd "$java_home" "$work" -Xlog:gc:file=gc.log
 strace=$repo/build/saxon.jvmtrace
 echo "=== jvmtrace record -o $strace -- java ${saxon[*]:1} ==="
-(cd "$work" && "$repo/build/userspace/jvmtrace" record -q -o "$strace" -- "${saxon[@]}")
-corpus 'corpus.SAXON.check(sys.argv[1], sys.argv[2])' && echo "(Saxon's output checked: the same sums as computed from its input)"
+(cd "$work" && "$jvmtrace" record -q -o "$strace" -- "${saxon[@]}")
+saxon_check "$java_home" "$work" && echo "(Saxon's output checked: the same sums as computed from its input)"
 echo "=== jvmtrace report $strace: its stop-the-world pauses ==="
-"$repo/build/userspace/jvmtrace" report "$strace" | sed -n '/^Stop-the-world pauses/,/^$/p'
+"$jvmtrace" report "$strace" | sed -n '/^Stop-the-world pauses/,/^$/p'
 echo "=== -Xlog:gc of the same run: the same pauses ==="
 grep ' Pause ' "$work/gc.log"
 echo "=== jvmtrace report --check $strace ==="
-"$repo/build/userspace/jvmtrace" report --check "$strace"
+"$jvmtrace" report --check "$strace"

@@ -20,7 +20,7 @@ void usage(FILE* out) {
                "  flame   an allocation flame graph of a trace recorded with --stacks\n"
                "  calibrate  JFR's allocation sampling bias per class, against a trace of the same run\n"
                "  daemon  talk to jvmtraced: status, list, attach, detach\n"
-               "Run 'jvmtrace COMMAND --help' for a command's options.\n"
+               "Run 'jvmtrace COMMAND --help' for a command's options; 'jvmtrace --version' for the version.\n"
                "EXAMPLES:\n"
                "  sudo jvmtrace stat -p 4242\n"
                "  sudo jvmtrace stat -p 4242 -d 30 --json\n"
@@ -37,6 +37,10 @@ int main(int argc, char** argv) {
   }
   if (!std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) {
     usage(stdout);
+    return 0;
+  }
+  if (!std::strcmp(argv[1], "--version")) {
+    std::printf("jvmtrace %s\n", JVMTRACE_VERSION);
     return 0;
   }
   if (!std::strcmp(argv[1], "stat")) return jvmtrace::stat_command(argc - 1, argv + 1);

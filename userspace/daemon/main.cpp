@@ -45,6 +45,7 @@ void usage(FILE* out) {
                "                        then the oldest recording is stopped (default: none)\n"
                "  --jvmtrace PATH       the jvmtrace binary (default: next to jvmtraced)\n"
                "  -v, --verbose         log every scan and worker line\n"
+               "  --version             print the version and exit\n"
                "  --config FILE         options as 'name = value' lines (names as above, without --;\n"
                "                        '#' comments); the command line wins; SIGHUP re-reads it\n"
                "Clients: jvmtrace daemon status|list|attach PID --stat|--record [--duration SEC]|detach PID\n"
@@ -66,12 +67,17 @@ int main(int argc, char** argv) {
       {"segment-mb", required_argument, nullptr, 1},      {"keep", required_argument, nullptr, 1},
       {"segment-seconds", required_argument, nullptr, 1}, {"max-disk-mb", required_argument, nullptr, 1},
       {"verbose", no_argument, nullptr, 1},               {"config", required_argument, nullptr, 1},
-      {"help", no_argument, nullptr, 'h'},                {nullptr, 0, nullptr, 0}};
+      {"help", no_argument, nullptr, 'h'},                {"version", no_argument, nullptr, 'V'},
+      {nullptr, 0, nullptr, 0}};
   ConfigSource source;
   int opt, index = 0;
   while ((opt = getopt_long(argc, argv, "vh", longopts, &index)) != -1) {
     if (opt == 'h') {
       usage(stdout);
+      return 0;
+    }
+    if (opt == 'V') {
+      std::printf("jvmtraced %s\n", JVMTRACE_VERSION);
       return 0;
     }
     if (opt == 'v') {
