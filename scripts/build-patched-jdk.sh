@@ -215,16 +215,34 @@ build_deb() {
   deb=$(deb_of)
   if [ ! -f "$deb" ]; then
     log "packaging $home as $(basename "$deb")"
+    umask 022
     stage=$(mktemp -d "$cache/deb-stage.XXXXXX")
+    trap 'rm -rf "$stage" "$deb.part"' EXIT
+    chmod 0755 "$stage"
     dest=$stage/usr/lib/jvm/$name
     mkdir -p "$dest" "$stage/DEBIAN" "$stage/usr/share/doc/jvmtrace-jdk-$jdk"
     cp -a "$home/." "$dest/"
+    # Links that leave the JAVA_HOME are resolved inside the image's root,
+    # never on the host: a target in the image becomes a copy of the file;
+    # docs (a directory) and src.zip (not in the runtime packages) go.
+    local img t
+    img=$(realpath "$out/root")
     find "$dest" -type l | while read -r l; do
-      r=$(realpath -m "$home/${l#"$dest"/}")
+      t=$(readlink "$l")
+      [ "$t" = /etc/ssl/certs/java/cacerts ] && continue   # the system's CA store (ca-certificates-java)
+      case "$t" in
+        /*) r=$(cd "$img" && realpath -m "./$t") ;;
+        *) r=$(realpath -m "$home/$(dirname "${l#"$dest"/}")/$t") ;;
+      esac
       case "$r" in
-        "$home"/*) ;;                              # inside the JAVA_HOME: stays a link
-        /etc/ssl/certs/java/cacerts) ;;            # the system's CA store (ca-certificates-java)
-        *) rm "$l"; if [ -f "$r" ]; then cp "$r" "$l"; fi ;;  # a file of the image; docs, src.zip: gone
+        "$home"/*) ;;                                     # inside the JAVA_HOME: stays a link
+        "$img"/*)
+          rm "$l"
+          if [ -f "$r" ] && [ ! -L "$r" ]; then cp "$r" "$l"
+          elif [ -d "$r" ] || [ ! -e "$r" ]; then log "  left out: ${l#"$dest"/} -> $t"
+          else die "${l#"$dest"/} -> $t: neither a file nor a directory in the image"
+          fi ;;
+        *) die "${l#"$dest"/} -> $t leaves the image's root: refusing to package it" ;;
       esac
     done
     printf '%s\n' \
@@ -257,6 +275,7 @@ build_deb() {
     dpkg-deb --root-owner-group -Zgzip --build "$stage" "$deb.part" >/dev/null
     mv "$deb.part" "$deb"
     rm -rf "$stage"
+    trap - EXIT
     for l in "$cache/deb/jvmtrace-jdk-${jdk}"_*.deb; do [ "$l" = "$deb" ] || rm -f "$l"; done
   fi
   echo "deb=$deb"

@@ -41,8 +41,18 @@ case "$gc" in G1|Parallel) ;; *) echo "trace-demo: --gc takes G1 or Parallel" >&
 start=$SECONDS
 say() { printf '[demo %d:%02d] %s\n' $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)) "$*" >&2; }
 tmp=$(mktemp -d)
-pids=()
-trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+setup_pid=
+# On exit (an error, Ctrl-C): the background set-up's whole process group
+# (apt, a HotSpot build), then this script's jobs still running; never a PID
+# that was already waited for (it may be another process's by then).
+cleanup() {
+  if [ -n "$setup_pid" ] && kill -0 "$setup_pid" 2>/dev/null; then kill -- -"$setup_pid" 2>/dev/null || true; fi
+  local running
+  running=$(jobs -pr)
+  [ -z "$running" ] || kill $running 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
 mkdir -p "$repo/build"
 setup_log=$repo/build/demo-setup.log
 jvmtrace=$repo/build/userspace/jvmtrace
@@ -51,17 +61,18 @@ jvmtrace=$repo/build/userspace/jvmtrace
 # then the patched JDK: in the background, niced, while the first look runs.
 # deps.done tells the first look it can build jvmtrace.
 setup_done=$tmp/setup.done
+# Its own process group (setsid), so that an exit stops all of it; the JDK's
+# home goes to a file of ours, not through the log.
 start_setup() {
-(
-  "$here/install-deps.sh" --tools
-  touch "$tmp/deps.done"
-  "$here/install-deps.sh" --jdk-build
-  [ $patched = 1 ] || exit 0
-  nice -n 10 "$here/build-patched-jdk.sh" --variant patched
-  touch "$setup_done"
-) > "$setup_log" 2>&1 &
-setup_pid=$!
-pids+=($setup_pid)
+  setsid -w bash -c '
+    set -e
+    "$1/install-deps.sh" --tools
+    touch "$2/deps.done"
+    "$1/install-deps.sh" --jdk-build
+    [ "$3" = 1 ] || exit 0
+    nice -n 10 "$1/build-patched-jdk.sh" --variant patched > "$2/homes"
+    touch "$2/setup.done"' setup "$here" "$tmp" "$patched" > "$setup_log" 2>&1 &
+  setup_pid=$!
 }
 
 build_jvmtrace() {
@@ -102,7 +113,6 @@ if [ $first_look = 1 ]; then
   saxon_cmd "$debian_home" "$work" -Xlog:gc:file=gc.log -XX:+UnlockDiagnosticVMOptions -XX:+PauseAtStartup
   (cd "$work" && exec "${saxon[@]}" > saxon.out 2>&1) &
   spid=$!
-  pids+=($spid)
   until [ -e "$work/vm.paused.$spid" ] && grep -q libjvm.so "/proc/$spid/maps" 2>/dev/null; do
     kill -0 $spid 2>/dev/null || { cat "$work/saxon.out" >&2; exit 1; }
     sleep 0.1
@@ -112,7 +122,6 @@ if [ $first_look = 1 ]; then
   gpid=$!
   "$here/jvmtrace-bt" tlabstat_stock "$spid" > "$tmp/tlabstat.out" 2>&1 &
   tpid=$!
-  pids+=($gpid $tpid)
   until grep -q 'Hit Ctrl-C' "$tmp/gcpause.out" && grep -q 'Hit Ctrl-C' "$tmp/tlabstat.out"; do
     kill -0 $gpid 2>/dev/null || { cat "$tmp/gcpause.out" >&2; exit 1; }
     kill -0 $tpid 2>/dev/null || { cat "$tmp/tlabstat.out" >&2; exit 1; }
@@ -121,7 +130,7 @@ if [ $first_look = 1 ]; then
   say "attached; letting Saxon-HE run"
   rm -f "$work/vm.paused.$spid"
   wait $spid || true
-  kill -INT $gpid $tpid
+  kill -INT $gpid $tpid 2>/dev/null || true   # (one may have ended with its target)
   wait $gpid $tpid || true
   echo "=== scripts/jvmtrace-bt gcpause_stock $spid (bpftrace, stock mode: every collection of the run) ==="
   cat "$tmp/gcpause.out"
@@ -158,7 +167,8 @@ while [ ! -e "$setup_done" ]; do
   [ -z "$last" ] || say "  ${last#*] }"
   sleep 60
 done
-java_home=$(sed -n 's/^patched=//p' "$setup_log" | tail -n 1)
+java_home=$(sed -n 's/^patched=//p' "$tmp/homes")
+[ -n "$java_home" ] && [ -x "$java_home/bin/java" ] || { say "the patched JDK's build gave no JAVA_HOME: see $setup_log"; exit 1; }
 say "patched JDK: $java_home"
 say "step 3 of 3: the whole picture on the patched JVM"
 build_jvmtrace
@@ -170,20 +180,16 @@ mkfifo "$tmp/go"
 "$java_home/bin/java" "-XX:+Use${gc}GC" -Xms128m -Xmx128m -XX:+PreserveFramePointer -Xlog:gc:file="$tmp/gc.log" \
   -cp "$classes" AllocWorker "$iterations" < "$tmp/go" > "$tmp/java.out" &
 jpid=$!
-pids+=($jpid)
 exec 3>"$tmp/go"
 until grep -q '^ready' "$tmp/java.out"; do sleep 0.1; kill -0 $jpid || exit 1; done
 say "AllocWorker is PID $jpid ($gc GC); attaching: scripts/jvmtrace-bt jvmmem $jpid"
 "$here/jvmtrace-bt" jvmmem "$jpid" > "$tmp/bt.out" 2> "$tmp/bt.err" &
 btpid=$!
-pids+=($btpid)
 "$jvmtrace" stat -p "$jpid" > "$tmp/stat.out" 2> "$tmp/stat.err" &
 statpid=$!
-pids+=($statpid)
 trace=$repo/build/demo.jvmtrace
 "$jvmtrace" record -q --stacks -p "$jpid" -o "$trace" 2> "$tmp/rec.err" &
 recpid=$!
-pids+=($recpid)
 until grep -q 'Hit Ctrl-C' "$tmp/bt.out" && grep -q 'Hit Ctrl-C' "$tmp/stat.err" &&
       grep -q 'Hit Ctrl-C' "$tmp/rec.err"; do
   sleep 0.1
@@ -196,7 +202,7 @@ echo go >&3
 exec 3>&-
 wait $jpid
 sleep 0.5
-kill -INT $btpid
+kill -INT $btpid 2>/dev/null || true
 wait $btpid || true
 wait $statpid   # both end by themselves when the JVM exits
 wait $recpid

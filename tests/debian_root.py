@@ -31,7 +31,10 @@ def fresh_root(where):
     where = Path(where)
     where.mkdir(parents=True)
     subprocess.run(["tar", "-C", str(where), "-xf", str(tarball())], check=True)
-    shutil.copy("/etc/resolv.conf", where / "etc/resolv.conf")
+    resolv = where / "etc/resolv.conf"
+    if resolv.is_symlink() or resolv.exists():
+        resolv.unlink()  # (never written through a link into the host)
+    shutil.copy("/etc/resolv.conf", resolv)
     return where
 
 

@@ -41,6 +41,8 @@ std::string bpf_load_hint(int err);
 // GuaranteedSafepointInterval (1 s by default) away.
 constexpr double kDrainTimeout = 5.0;
 
+// Declare it after the tool's skeleton (whose object it attaches): its links
+// must be destroyed before the object is closed, and locals go in reverse.
 class BpfSession {
  public:
   // cmd: the prefix of every message ("jvmtrace record").

@@ -179,6 +179,12 @@ void print_summary(const Options& o, const trace::TraceWriter& writer, const Rec
 // launch, the JVM is held at start-up and let go once attached.  Returns
 // record's exit status; a failure discards the trace.
 int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launch* launch) {
+  // One of two BPF objects, the same ring-buffer records: jvmtrace USDT
+  // probes, or uprobes on a stock HotSpot's functions.  Declared before the
+  // session: its links are destroyed first (libbpf's USDT links use the
+  // object's memory as they detach).
+  std::unique_ptr<jvmtrace_record, SkelDelete> usdt_skel;
+  std::unique_ptr<jvmtrace_stock, StockSkelDelete> stock_skel;
   BpfSession bpf("jvmtrace record");
   if (!bpf.prepare({o.pid, o.binary, o.mode, o.probe_set, o.stacks,
                     "Record it with --mode stock (or the default --mode auto)."})) {
@@ -187,12 +193,8 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
   }
   const bool stock = bpf.stock();
   const std::string& libjvm = bpf.target().binary;
-  // One of two BPF objects, the same ring-buffer records: jvmtrace USDT
-  // probes, or uprobes on a stock HotSpot's functions.
   set_libbpf_verbose(o.verbose);
   const uint64_t ring_bytes = static_cast<uint64_t>(o.buffer_mb) << 20;
-  std::unique_ptr<jvmtrace_record, SkelDelete> usdt_skel;
-  std::unique_ptr<jvmtrace_stock, StockSkelDelete> stock_skel;
   bpf_object* obj = nullptr;
   bpf_map* events = nullptr;
   bpf_map* stacks = nullptr;  // --stacks: the stack map

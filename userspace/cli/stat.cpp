@@ -379,6 +379,11 @@ class StatSession {
 // Aggregates o.pid until the end and prints the report; with launch, the
 // JVM is held at start-up and let go once attached.  Returns stat's status.
 int stat_pid(const Options& o, Launch* launch) {
+  // One of two BPF objects with the same maps (bpf/stat_core.bpf.h).  Declared
+  // before the session: its links are destroyed first (libbpf's USDT links
+  // use the object's memory as they detach).
+  std::unique_ptr<jvmtrace_stat, SkelDelete> skel;
+  std::unique_ptr<jvmtrace_stat_stock, StockSkelDelete> stock_skel;
   BpfSession bpf("jvmtrace stat");
   if (!bpf.prepare({o.pid, o.binary, o.mode, o.probe_set, false,
                     "Aggregate it with --mode stock (or the default --mode auto)."}))
@@ -387,9 +392,6 @@ int stat_pid(const Options& o, Launch* launch) {
   const ProbeSet probe_set = bpf.probe_set();
   const std::string& libjvm = bpf.target().binary;
   set_libbpf_verbose(o.verbose);
-  // One of two BPF objects with the same maps (bpf/stat_core.bpf.h).
-  std::unique_ptr<jvmtrace_stat, SkelDelete> skel;
-  std::unique_ptr<jvmtrace_stat_stock, StockSkelDelete> stock_skel;
   StatMaps maps{};
   bpf_object* obj = nullptr;
   int loaded = -1;

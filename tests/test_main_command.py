@@ -1,0 +1,51 @@
+"""The README's main command, its first step as a user runs it:
+`scripts/trace-demo.sh --first-look-only` (stock mode on Debian's own JDK 17,
+nothing of ours built before its first result).  What it prints must be
+true: every collection the JVM logged is in the bpftrace tool's output, the
+refills add up, the program's own output is checked, and `jvmtrace stat`
+reports on a second run.  (The timings of a bare machine are measured in a
+fresh Debian root, README; here the packages are already installed.)"""
+import re
+import subprocess
+
+from helpers import REPO
+
+
+def section(text, title):
+    """The lines under '=== title...' up to the next '===' header."""
+    out, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("=== "):
+            inside = line.startswith("=== " + title)
+            continue
+        if inside:
+            out.append(line)
+    return out
+
+
+def test_first_look_shows_every_collection_of_a_debian_program_on_debians_jdk():
+    r = subprocess.run([str(REPO / "scripts/trace-demo.sh"), "--first-look-only"], capture_output=True, text=True,
+                       timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    steps = [l for l in r.stderr.splitlines() if l.startswith("[demo ")]
+    assert any("first result shown" in l for l in steps) and steps[-1].endswith("done (--first-look-only)"), steps
+
+    # gcpause_stock: one line per collection; -Xlog:gc of the same run: the
+    # same GC ids (a concurrent cycle's Remark and Cleanup share its id).
+    gcs = [l for l in section(r.stdout, "scripts/jvmtrace-bt gcpause_stock") if re.match(r"\d+\s+cause#\d+\s+\d+$", l)]
+    log = section(r.stdout, "-Xlog:gc of the same run")
+    ids = {int(m.group(1)) for l in log for m in [re.search(r"GC\((\d+)\)", l)] if m}
+    assert len(ids) >= 5 and len(gcs) == len(ids), (gcs, sorted(ids))
+    assert [int(l.split()[0]) for l in gcs] == list(range(1, len(gcs) + 1))
+
+    # tlabstat_stock: the per-thread refills add up to the total.
+    tlab = section(r.stdout, "scripts/jvmtrace-bt tlabstat_stock")
+    total = int(next(l for l in tlab if l.startswith("@refills_total:")).split()[1])
+    per_thread = sum(int(l.rsplit(":", 1)[1]) for l in tlab if l.startswith("@refills_by_tid["))
+    assert total > 100 and per_thread == total
+    assert "(Saxon's output checked" in r.stdout
+
+    # Then jvmtrace itself, stock mode, on a second run of the program.
+    assert re.search(r"Attached 4 uprobes \(stock mode\) to PID \d+", r.stderr), r.stderr[-2000:]
+    stat = dict(re.findall(r"^  (\w+) +(\d+)$", r.stderr, re.M))
+    assert int(stat["tlab_refills"]) > 100 and int(stat["gc_starts"]) == int(stat["gc_ends"]) >= 5
