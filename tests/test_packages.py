@@ -3,11 +3,15 @@
 patched JDK 17) are installed with apt into a fresh Debian 12 root (made by
 mmdebstrap), a Java program runs on the packaged JDK traced by the packaged
 jvmtrace, the packaged daemon starts from its unit's command line and
-config, and `apt-get purge` + `autoremove` leave the root as it was."""
+config, and `apt-get purge` + `autoremove` leave the root as it was.  Then,
+in a root with systemd booted (systemd-nspawn), the unit is started on
+install, reloads, and is stopped on removal."""
 import json
 import re
 import shlex
 import subprocess
+import time
+from pathlib import Path
 
 import pytest
 
@@ -102,3 +106,75 @@ def test_both_packages_install_trace_and_purge_cleanly_in_a_fresh_debian_root(de
     after = debian_root.files_of(root)
     assert after - before == set(), sorted(after - before)[:40]
     assert not (root / "etc/systemd/system/multi-user.target.wants/jvmtraced.service").exists()
+
+
+class BootedRoot:
+    """A fresh Debian 12 root with systemd booted in it (systemd-nspawn, its
+    own PID and mount namespaces, the host's network), for what only a
+    running systemd shows: the unit started, reloaded, stopped.  Commands go
+    in through nsenter into the container's init's namespaces."""
+
+    def __init__(self, where):
+        self.root = debian_root.fresh_root(where)
+        sh(self.root, "apt-get update -qq && apt-get install -y -qq --no-install-recommends systemd systemd-sysv dbus")
+        self.nspawn = subprocess.Popen(["systemd-nspawn", "-D", str(self.root), "--register=no", "--keep-unit",
+                                        "--boot", "-q"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.PIPE, text=True)
+        self.init = None
+        deadline = time.monotonic() + 30
+        while self.init is None:
+            assert self.nspawn.poll() is None, self.nspawn.stderr.read()
+            assert time.monotonic() < deadline, "systemd-nspawn started no init"
+            children = Path(f"/proc/{self.nspawn.pid}/task/{self.nspawn.pid}/children").read_text().split()
+            if children and Path(f"/proc/{children[0]}/comm").read_text().strip() == "systemd":
+                self.init = int(children[0])
+            time.sleep(0.1)
+        r = self.run("systemctl is-system-running --wait", check=False, timeout=120)
+        assert r.stdout.strip() in ("running", "degraded"), r.stdout + r.stderr
+
+    def run(self, cmd, check=True, timeout=600):
+        r = subprocess.run(["nsenter", "-t", str(self.init), "-a", "sh", "-c", cmd], capture_output=True, text=True,
+                           timeout=timeout, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8",
+                                                 "DEBIAN_FRONTEND": "noninteractive"})
+        if check:
+            assert r.returncode == 0, f"{cmd}: {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+        return r
+
+    def close(self):
+        self.nspawn.terminate()  # systemd-nspawn asks the container's systemd to power off
+        try:
+            self.nspawn.wait(60)
+        except subprocess.TimeoutExpired:
+            self.nspawn.kill()
+            self.nspawn.wait()
+
+
+def test_packaged_daemon_starts_reloads_and_stops_under_systemd(debs, tmp_path):
+    tools_deb, _ = debs
+    booted = BootedRoot(tmp_path / "root")
+    try:
+        # (/tmp is the container's own tmpfs: the package goes in /root)
+        subprocess.run(["cp", str(tools_deb), str(booted.root / "root/jvmtrace.deb")], check=True)
+        booted.run("apt-get install -y -qq --no-install-recommends /root/jvmtrace.deb")
+        # Installed: enabled and running, its state directory root's only.
+        assert booted.run("systemctl is-enabled jvmtraced").stdout.strip() == "enabled"
+        assert booted.run("systemctl is-active jvmtraced").stdout.strip() == "active"
+        status = booted.run("i=0; until jvmtrace daemon status; do i=$((i+1)); [ $i -lt 50 ] || exit 1; "
+                            "sleep 0.1; done").stdout
+        assert "trace_dir /var/lib/jvmtraced" in status, status
+        assert booted.run("stat -c %a /var/lib/jvmtraced").stdout.strip() == "750"
+        pid = booted.run("systemctl show -p MainPID --value jvmtraced").stdout.strip()
+        # systemctl reload re-reads the config (SIGHUP), same process.
+        booted.run("systemctl reload jvmtraced")
+        assert booted.run("systemctl is-active jvmtraced").stdout.strip() == "active"
+        assert booted.run("systemctl show -p MainPID --value jvmtraced").stdout.strip() == pid
+        # Removed: stopped first, then gone; purged: forgotten.
+        booted.run("apt-get remove -y -qq jvmtrace")
+        assert booted.run("systemctl is-active jvmtraced", check=False).stdout.strip() == "inactive"
+        assert booted.run("pidof jvmtraced", check=False).returncode != 0
+        booted.run("apt-get purge -y -qq jvmtrace")
+        r = booted.run("systemctl is-enabled jvmtraced", check=False)
+        assert r.returncode != 0 and "masked" not in r.stdout, r.stdout + r.stderr
+        assert not (booted.root / "var/lib/jvmtraced").exists() and not (booted.root / "etc/jvmtrace").exists()
+    finally:
+        booted.close()
