@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "base/clock.h"
+#include "process/target.h"
 
 extern char** environ;
 
@@ -312,8 +313,8 @@ std::vector<Launch::Held> Launch::held() const {
       continue;
     // Oldest first: a wrapper's JVMs in the order they started.
     unsigned long long start = 0;
-    std::ifstream stat_file("/proc/" + std::to_string(pid) + "/stat");
-    std::string s((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+    std::string s;
+    if (!read_proc_file("/proc/" + std::to_string(pid) + "/stat", &s)) continue;  // gone meanwhile
     const size_t close_paren = s.rfind(')');
     if (close_paren != std::string::npos) {
       std::istringstream f(s.substr(close_paren + 2));

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -22,7 +23,8 @@ void Progress::draw(uint64_t offset) {
   if (now < next_) return;
   next_ = now + std::chrono::milliseconds(250);
   const double secs = std::chrono::duration<double>(now - start_).count();
-  const double frac = total_ ? static_cast<double>(offset) / total_ : 0;
+  // (a file that grows while it is read would pass 100%)
+  const double frac = total_ ? std::min(1.0, static_cast<double>(offset) / total_) : 0;
   const double rate = secs > 0 ? offset / secs / 1e6 : 0;
   const double left = frac > 0 ? secs * (1 - frac) / frac : 0;
   std::fprintf(stderr, "\r%s: %5.1f%% of %.1f MB read, %.1f MB/s, about %.0f s left   ", what_, 100 * frac,

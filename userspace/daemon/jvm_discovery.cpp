@@ -15,8 +15,8 @@ namespace jvmtrace {
 namespace {
 
 unsigned long long start_time(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string s;
+  if (!read_proc_file("/proc/" + std::to_string(pid) + "/stat", &s)) return 0;
   const size_t close = s.rfind(')');
   if (close == std::string::npos) return 0;
   std::istringstream rest(s.substr(close + 2));

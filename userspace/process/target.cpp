@@ -68,10 +68,27 @@ uint64_t libjvm_map_start(pid_t pid) {
   return 0;
 }
 
+bool read_proc_file(const std::string& path, std::string* out, size_t max) {
+  out->clear();
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[4096];
+  bool ok = true;
+  while (out->size() < max) {
+    const ssize_t n = read(fd, buf, std::min(sizeof buf, max - out->size()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) ok = false;
+    if (n <= 0) break;
+    out->append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return ok;
+}
+
 bool process_alive(pid_t pid) {
   if (kill(pid, 0) != 0 && errno == ESRCH) return false;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string s((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  std::string s;
+  if (!read_proc_file("/proc/" + std::to_string(pid) + "/stat", &s)) return kill(pid, 0) == 0 || errno != ESRCH;
   auto close = s.rfind(')');
   return close != std::string::npos && close + 2 < s.size() && s[close + 2] != 'Z';
 }
@@ -111,8 +128,8 @@ std::string thread_name(pid_t pid, uint32_t tid) {
 }
 
 std::string process_cmdline(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline");
-  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string s;
+  if (!read_proc_file("/proc/" + std::to_string(pid) + "/cmdline", &s)) return "";
   while (!s.empty() && s.back() == '\0') s.pop_back();
   for (char& c : s)
     if (c == '\0') c = ' ';

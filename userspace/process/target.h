@@ -30,6 +30,12 @@ std::string find_libjvm(pid_t pid);
 // addresses); 0 if it maps none.
 uint64_t libjvm_map_start(pid_t pid);
 
+// A /proc file whole (at most max bytes), read with read(2): a process that
+// exits while it is read makes an error (false), never an exception (a
+// std::istreambuf_iterator over an ifstream throws from libstdc++ when read
+// fails with ESRCH, and that ended stat and jvmtraced with an abort).
+bool read_proc_file(const std::string& path, std::string* out, size_t max = 1 << 20);
+
 // True while PID exists (a zombie counts as gone).
 bool process_alive(pid_t pid);
 
