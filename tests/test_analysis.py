@@ -267,7 +267,12 @@ def test_reading_a_trace_shows_progress_on_a_terminal_only(traces, tmp_path, com
     assert rc == 0 and "% of" not in text
 
 
-def check_timeline_against_dump(te, path):
+def check_timeline_against_dump(te, path, floors=True):
+    """Every pause, collection, refill, slow path, PLAB and counter of the
+    timeline te equals the dump's.  floors: also that there were enough of
+    each to mean something (the test programs' runs; a real program under
+    Serial has no PLABs, a short one few pauses)."""
+    least = (lambda n: n) if floors else (lambda n: -1)
     r, recs = dump_json(path)
     meta = recs[0]
     origin, pid = int(meta["start_monotonic_ns"]), int(meta["pid"])
@@ -282,7 +287,7 @@ def check_timeline_against_dump(te, path):
     kinds = ["young", "full", "remark", "cleanup"]
     pstarts = {(e["args"]["gc_id"], kinds[e["args"]["kind"]]): e for e in ev if e["probe"] == "gc__pause__start"}
     pends = {(e["args"]["gc_id"], kinds[e["args"]["kind"]]): e for e in ev if e["probe"] == "gc__pause__end"}
-    assert set(pause_slices) == set(pstarts) == set(pends) and len(pause_slices) >= 5
+    assert set(pause_slices) == set(pstarts) == set(pends) and len(pause_slices) >= least(5)
     for key, s in pause_slices.items():
         a, b = pstarts[key], pends[key]
         name = pause_title(a["args"]["name"], a["args"]["cause"])
@@ -295,7 +300,7 @@ def check_timeline_against_dump(te, path):
               if e["ph"] == "X" and e.get("cat") == "gc" and e["tid"] != 1000000000}
     starts = {e["args"]["gc_id"]: e for e in ev if e["probe"] == "gc__start"}
     ends = {e["args"]["gc_id"]: e for e in ev if e["probe"] == "gc__end"}
-    assert set(slices) == set(starts) == set(ends) and len(slices) >= 5
+    assert set(slices) == set(starts) == set(ends) and len(slices) >= least(5)
     for gid, s in slices.items():
         a, b = starts[gid], ends[gid]
         track = 1000000001 if a["args"]["kind"] == ABI["JVMTRACE_GC_CONCURRENT"] else 1000000002
@@ -310,7 +315,7 @@ def check_timeline_against_dump(te, path):
             for e in ev if e["probe"] == "tlab__refill"]
     theirs = [(e["tid"], round(e["ts"], 3), e["args"]["class"], e["args"]["tlab_bytes"])
               for e in te if e["name"] == "TLAB refill"]
-    assert ours == theirs and len(ours) > 100
+    assert ours == theirs and len(ours) > least(100)
 
     # Slow paths: a slice from enter to exit, named by the outcome.
     open_, want = {}, []
@@ -337,7 +342,7 @@ def check_timeline_against_dump(te, path):
                          e["args"]["wasted_bytes"]))
     got = sorted((e["tid"], round(e["ts"], 3), e["args"]["plab_bytes"], e["args"]["used_bytes"], e["args"]["wasted_bytes"])
                  for e in te if e["ph"] == "X" and e.get("cat") == "plab")
-    assert got == sorted(want) and len(got) > 20
+    assert got == sorted(want) and len(got) > least(20)
 
     # Counters: heap used at every pause edge is the probe's figure; the
     # allocation-rate buckets add up to every byte allocated.

@@ -32,6 +32,8 @@ import pytest
 
 from conftest import BUILD_DIR
 from corpus import STDOUT, corpus_runs, packages as corpus_packages
+import perfetto_trace
+from test_analysis import check_timeline_against_dump
 from helpers import ABI, REPO, SLOW_AFTER_GC, SLOW_FAILED, SLOW_OUTSIDE_TLAB, LineReader, parse_gc_log
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
@@ -377,6 +379,18 @@ def test_record_lost_nothing(run):
     assert (t.end["reason"], t.end["lost"], t.lost) == ("target exited", 0, []), (t.end, t.lost[:5])
     assert t.end["events"] == t.events, f"end record counts {t.end['events']} events, the file holds {t.events}"
     assert t.events > 1000, f"only {t.events} events: did the probes fire?"
+
+
+def test_perfetto_timelines_equal_the_dump(run, tmp_path):
+    # The export's event-by-event check (test_analysis.py) on real programs,
+    # in both formats: Trace Event JSON and Perfetto's protobuf trace.
+    trace = run.work / "trace.jvmtrace"
+    for name in ("t.json", "t.pftrace"):
+        r = subprocess.run([str(JVMTRACE), "export", "--perfetto", str(trace), "-o", str(tmp_path / name)],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    check_timeline_against_dump(json.loads((tmp_path / "t.json").read_text())["traceEvents"], trace, floors=False)
+    check_timeline_against_dump(perfetto_trace.trace_events(tmp_path / "t.pftrace"), trace, floors=False)
 
 
 def test_report_check_passes(run):
