@@ -86,10 +86,11 @@ wait_for_deps() {
   done
 }
 # The corpus's Saxon-HE run (tests/corpus.py prepares its input and checks
-# its output): saxon_cmd JAVA_HOME WORKDIR EXTRA_FLAGS... -> the command in ${saxon[@]}.
+# its output): saxon_cmd JAVA_HOME EXTRA_FLAGS... -> the command in ${saxon[@]}
+# (run in the work directory saxon_prepare filled).
 saxon_cmd() {
-  local home=$1 work=$2
-  shift 2
+  local home=$1
+  shift
   local flags
   flags=$(printf '%s\n' "$@")
   mapfile -d '' saxon < <(cd "$repo/tests" && FLAGS="$flags" /usr/bin/python3 -c '
@@ -110,7 +111,7 @@ if [ $first_look = 1 ]; then
   saxon_prepare "$debian_home" "$work"
   # Held at start-up (the JVM waits while vm.paused.PID exists in its
   # working directory), so the tools see it from its first allocation.
-  saxon_cmd "$debian_home" "$work" -Xlog:gc:file=gc.log -XX:+UnlockDiagnosticVMOptions -XX:+PauseAtStartup
+  saxon_cmd "$debian_home" -Xlog:gc:file=gc.log -XX:+UnlockDiagnosticVMOptions -XX:+PauseAtStartup
   (cd "$work" && exec "${saxon[@]}" > saxon.out 2>&1) &
   spid=$!
   until [ -e "$work/vm.paused.$spid" ] && grep -q libjvm.so "/proc/$spid/maps" 2>/dev/null; do
@@ -146,7 +147,7 @@ if [ $first_look = 1 ]; then
   work=$tmp/first-stat
   mkdir -p "$work"
   saxon_prepare "$debian_home" "$work"
-  saxon_cmd "$debian_home" "$work"
+  saxon_cmd "$debian_home"
   echo "=== jvmtrace stat -- java ... Saxon (stock mode on Debian's JDK: held at start-up, a report at its exit) ==="
   (cd "$work" && "$jvmtrace" stat -- "${saxon[@]}")
   echo "(stock mode sees TLAB refills, allocations outside TLABs and collections; the patched JVM below adds"
@@ -233,7 +234,7 @@ cat "$tmp/gc.log"
 work=$tmp/saxon
 mkdir -p "$work"
 saxon_prepare "$java_home" "$work"
-saxon_cmd "$java_home" "$work" -Xlog:gc:file=gc.log
+saxon_cmd "$java_home" -Xlog:gc:file=gc.log
 strace=$repo/build/saxon.jvmtrace
 echo "=== jvmtrace record -o $strace -- java ${saxon[*]:1} ==="
 (cd "$work" && "$jvmtrace" record -q -o "$strace" -- "${saxon[@]}")
