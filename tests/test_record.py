@@ -40,6 +40,18 @@ def record_run(target_cmd, out, *extra):
     return run
 
 
+# The probes whose events carry the VM's own clock reading (a batch
+# record's or alloc__slow's start_ns) rather than BPF's, per probe set.
+VM_STAMPED = {"separate": set(),
+              "combined": {"alloc__slow__enter", "plab__alloc", "plab__retire", "promote__direct"},
+              "batched": {"alloc__slow__enter", "tlab__refill", "alloc__slow__exit", "plab__alloc",
+                          "plab__retire", "promote__direct"}}
+# docs/trace-format.md, "Time and order": how far the two readers of
+# CLOCK_MONOTONIC may disagree, which every reader that compares times of
+# the two respects.
+CLOCK_SKEW_NS = 10_000
+
+
 def fixture_round(i, probe_set="separate"):
     """The fixture's round i, per usdt_fixture.cpp's header, as dump prints it.
     separate: every probe's own event; combined: alloc__slow's and
@@ -88,10 +100,19 @@ def test_fixture_stream_is_exact_under_four_threads(usdt_fixture, tmp_path, prob
     expected = [ev for i in range(rounds) for ev in fixture_round(i, probe_set)]
     for tid, evs in per_thread.items():
         assert [(e["probe"], e["args"]) for e in evs] == expected, f"thread {tid}"
-        # In time order, but for the slow path's start (combined: the VM's
-        # clock at its entry, before the round's last GC events were stored)
+        # Time: each clock's stamps in order; across the two, within the
+        # skew bound (docs/trace-format.md, "Time and order"): the VM's
+        # records (the fixture's clock_gettime) and BPF's bpf_ktime_get_ns()
+        # are two readers of CLOCK_MONOTONIC that are not ordered against
+        # each other below it (a gc__start stamped 190 ns before the slow
+        # path that preceded it was seen on a machine with the tsc
+        # clocksource).  The order is the record order, checked above.
+        vm = VM_STAMPED[probe_set]
+        for stamped_by_vm in (True, False):
+            ts = [e["ts_ns"] for e in evs if (e["probe"] in vm) == stamped_by_vm]
+            assert ts == sorted(ts), ("VM" if stamped_by_vm else "BPF", probe_set)
         ts = [e["ts_ns"] for e in evs if e["probe"] != "alloc__slow__enter" or probe_set == "separate"]
-        assert ts == sorted(ts)
+        assert all(b >= a - CLOCK_SKEW_NS for a, b in zip(ts, ts[1:])), probe_set
         if probe_set != "separate":  # each start lies before its exit, within the fixture's duration
             starts = [e["ts_ns"] for e in evs if e["probe"] == "alloc__slow__enter"]
             exits = [e["ts_ns"] for e in evs if e["probe"] == "alloc__slow__exit"]

@@ -97,7 +97,9 @@ void TraceSummary::add(const trace::Record& rec) {
         alloc_at(e.ts_ns, a[1]);
       }
       if (it != slow.end()) {
-        slow_ns.push_back(e.ts_ns - it->second.ts);
+        // combined probes: a VM-clock start, a BPF-clock end; the two may
+        // disagree by the skew bound (docs/trace-format.md): never wrap.
+        slow_ns.push_back(e.ts_ns > it->second.ts ? e.ts_ns - it->second.ts : 0);
         slow.erase(it);
       }
       break;
