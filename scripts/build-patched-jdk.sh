@@ -6,8 +6,13 @@
 #   fastdebug -- the patched HotSpot built with HotSpot's own asserts on
 #                (--with-debug-level=fastdebug), so the tests that run on it
 #                have HotSpot check the probe sites (locks, safepoints).
-# Each is Debian's runtime (.debs of the same version) with our libjvm.so
-# laid over it and its CDS archive regenerated.  Nothing touches a system
+#   stock     -- Debian's own runtime of the same version, as Debian ships
+#                it (its libjvm.so and CDS archive): no build.  What the
+#                tests use wherever a stock HotSpot is needed; "unpatched"
+#                is only the benchmarks' baseline of the detached cost
+#                (the same compiler and flags as the patched build).
+# The built ones are Debian's runtime (.debs of the same version) with our
+# libjvm.so laid over it and its CDS archive regenerated.  Nothing touches a system
 # JDK.  Results are cached outside the clone, keyed by what they are built
 # from; a cached image is reused, a missing one is built.
 #
@@ -20,11 +25,13 @@
 # JVMs in a container.
 #
 # Usage: scripts/build-patched-jdk.sh [--jdk 17|21|25] [--cache DIR]
-#                                      [--variant V[,V...]|both|all]
+#                                      [--variant V[,V...]|both|all|tests]
 #                                      [--print] [--jobs N] [--deb]
 #   --jdk      the release line (default 17)
-#   --variant  patched, unpatched, fastdebug, a comma list of them,
-#              both (patched,unpatched: the default) or all
+#   --variant  patched, unpatched, fastdebug, stock, a comma list of them,
+#              both (patched,unpatched: the default), all (patched,
+#              fastdebug,unpatched) or tests (patched,fastdebug,stock:
+#              what scripts/test.sh runs on)
 #   --print   print the JAVA_HOMEs (variant=path lines) if built; exit 1 if not
 #   --print-root  print the Debian 13 root 21 and 25 run in, if made
 #   --deb     also make a Debian package of the patched JDK 17 (built first
@@ -71,10 +78,11 @@ while [ $# -gt 0 ]; do
       case "$2" in
         both) variants=(patched unpatched) ;;
         all) variants=(patched fastdebug unpatched) ;;
+        tests) variants=(patched fastdebug stock) ;;
         *) IFS=, read -r -a variants <<< "$2"
            for v in "${variants[@]}"; do
-             case "$v" in patched|unpatched|fastdebug) ;;
-               *) die "--variant takes patched, unpatched, fastdebug (comma-separated), both or all, not '$2'" ;;
+             case "$v" in patched|unpatched|fastdebug|stock) ;;
+               *) die "--variant takes patched, unpatched, fastdebug, stock (comma-separated), both, all or tests, not '$2'" ;;
              esac
            done ;;
       esac
@@ -139,8 +147,14 @@ patched_key=$( { echo "$base_key"; cat "$patch_file" "$contract" "$abi" 2>/dev/n
 FASTDEBUG_FLAGS=("${CONFIGURE_FLAGS[@]/--with-debug-level=release/--with-debug-level=fastdebug}")
 FASTDEBUG_FLAGS=("${FASTDEBUG_FLAGS[@]/--with-conf-name=jvmtrace/--with-conf-name=fastdebug}")
 fastdebug_key=$(echo "$patched_key ${FASTDEBUG_FLAGS[*]}" | sha256sum | cut -c1-12)
+# stock: Debian's runtime as shipped (and, for 21/25, the root it runs in).
+stock_key=$(echo "$SRC_PKG $SRC_VERSION stock recipe=$RECIPE" | sha256sum | cut -c1-12)
+[ "$IN_ROOT" = 1 ] && stock_key=$(echo "$stock_key root=$root_key" | sha256sum | cut -c1-12)
 key_of() {
-  case "$1" in patched) echo "$patched_key" ;; fastdebug) echo "$fastdebug_key" ;; *) echo "$base_key" ;; esac
+  case "$1" in
+    patched) echo "$patched_key" ;; fastdebug) echo "$fastdebug_key" ;; stock) echo "$stock_key" ;;
+    *) echo "$base_key" ;;
+  esac
 }
 # (make's CONF= matches by substring: neither name may contain the other)
 conf_of() { if [ "$1" = fastdebug ]; then echo fastdebug; else echo jvmtrace; fi; }
@@ -195,7 +209,7 @@ EOF
 # every built image of this line whenever the script runs.
 refresh_wrappers() {
   local v
-  for v in patched unpatched fastdebug; do
+  for v in patched unpatched fastdebug stock; do
     if built "$v"; then write_host_wrappers "$(out_of "$v")" "$(out_of "$v")/root/usr/lib/jvm/$jdk_dir"; fi
   done
 }
@@ -308,8 +322,19 @@ fi
 [ "$(id -u)" -eq 0 ] || die "must run as root (apt-get source/download, a cache under /var/cache)"
 "$here/install-deps.sh" --jdk-build
 mkdir -p "$cache"
-exec 9>"$cache/.build.lock"
-flock 9 || die "cannot lock $cache/.build.lock"
+# Only stock images to make (Debian's runtime unpacked, in a root that
+# exists already): no compiler, no source, and a lock of their own, so they
+# need not wait an hour for a HotSpot build of another variant.
+need_build=0
+for v in "${variants[@]}"; do built "$v" || [ "$v" = stock ] || need_build=1; done
+if [ "$need_build" = 0 ] && { [ "$IN_ROOT" = 0 ] || [ -f "$trixie_root/.complete" ]; }; then
+  exec 9>"$cache/.stock.lock"
+  flock 9 || die "cannot lock $cache/.stock.lock"
+else
+  need_build=1
+  exec 9>"$cache/.build.lock"
+  flock 9 || die "cannot lock $cache/.build.lock"
+fi
 
 # --- 0. The Debian 13 root (21, 25) ------------------------------------------
 # run_in_root DIR CMD...: CMD in the root, working directory DIR.
@@ -554,8 +579,13 @@ assemble() {
   rm -rf "$out"
   mv "$tmp" "$out"      # links are relative: the tree can move
   home=$out/root/usr/lib/jvm/$jdk_dir
-  install -m 0644 "$libjvm" "$home/lib/server/libjvm.so"
   if [ "$IN_ROOT" = 1 ]; then write_host_wrappers "$out" "$home"; fi
+  if [ "$variant" = stock ]; then   # Debian's own libjvm.so and CDS archives, as shipped
+    run / "$home/bin/java" -Xshare:on -version >/dev/null 2>&1 || die "stock: Debian's runtime does not start with its CDS archive"
+    touch "$out/.complete"
+    return
+  fi
+  install -m 0644 "$libjvm" "$home/lib/server/libjvm.so"
   # The shipped CDS archives belong to Debian's libjvm.so; a mismatched one
   # is silently ignored and startup gets slower, so dump ours -- in the final
   # place, since an archive records the runtime image it was dumped from.
@@ -571,13 +601,13 @@ if [ "$IN_ROOT" = 1 ]; then
   command -v mmdebstrap >/dev/null || die "mmdebstrap is missing (scripts/install-deps.sh --jdk-build installs it)"
   ensure_root
 fi
-fetch_source
+[ "$need_build" = 1 ] && fetch_source
 fetch_debs
-if [ "$IN_ROOT" = 1 ]; then ensure_boot_jdk; fi
+if [ "$IN_ROOT" = 1 ] && [ "$need_build" = 1 ]; then ensure_boot_jdk; fi
 for v in "${variants[@]}"; do
   built "$v" && continue
   start=$(date +%s)
-  build_libjvm "$v"
+  [ "$v" = stock ] || build_libjvm "$v"
   assemble "$v"
   log "JDK $jdk $v: done in $(( $(date +%s) - start ))s"
   # Older images of this variant are stale: keep the disk bounded.

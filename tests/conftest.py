@@ -40,18 +40,21 @@ JDK_LINES = [j for j in os.environ.get("JVMTRACE_JDKS", "17,21,25").split(",") i
 
 
 def jdk_homes(line):
-    """{'patched': JAVA_HOME, 'unpatched': JAVA_HOME, 'line': '21'} of a
+    """{'patched': JAVA_HOME, 'stock': JAVA_HOME, 'line': '21'} of a
     release line, from the build cache, or from JVMTRACE_PATCHED_HOME /
-    JVMTRACE_UNPATCHED_HOME (17) and JVMTRACE_PATCHED_HOME_21 ... when set."""
+    JVMTRACE_STOCK_HOME (17) and JVMTRACE_PATCHED_HOME_21 ... when set.
+    stock is Debian's own runtime of the source the patched one is built
+    from (no build: build-patched-jdk.sh --variant stock)."""
     suffix = "" if line == "17" else f"_{line}"
-    env = {v: os.environ.get(f"JVMTRACE_{v.upper()}_HOME{suffix}") for v in ("patched", "unpatched")}
+    env = {v: os.environ.get(f"JVMTRACE_{v.upper()}_HOME{suffix}") for v in ("patched", "stock")}
     if all(env.values()):
         return {**env, "line": line}
-    r = subprocess.run([str(REPO / "scripts/build-patched-jdk.sh"), "--print", "--jdk", line],
+    r = subprocess.run([str(REPO / "scripts/build-patched-jdk.sh"), "--print", "--jdk", line,
+                        "--variant", "patched,stock"],
                        capture_output=True, text=True)
     if r.returncode != 0:
-        pytest.fail(f"the patched/unpatched JDK {line} are not built; run scripts/build-patched-jdk.sh "
-                    f"--jdk {line} (it said: {r.stderr.strip()})")
+        pytest.fail(f"the patched/stock JDK {line} are not ready; run scripts/build-patched-jdk.sh "
+                    f"--jdk {line} --variant patched,stock (it said: {r.stderr.strip()})")
     homes = dict(line.split("=", 1) for line in r.stdout.split())
     for v, home in homes.items():
         assert (Path(home) / "bin/java").is_file(), f"{v} JDK has no bin/java: {home}"
@@ -60,7 +63,7 @@ def jdk_homes(line):
 
 @pytest.fixture(scope="session", params=JDK_LINES, ids=lambda line: f"jdk{line}")
 def jdks(request):
-    """The patched and unpatched JDK of each release line in turn."""
+    """The patched and the stock (Debian's own) JDK of each release line in turn."""
     return jdk_homes(request.param)
 
 
@@ -79,8 +82,8 @@ def patched_libjvm(jdks):
 
 
 @pytest.fixture(scope="session")
-def unpatched_libjvm(jdks):
-    return (Path(jdks["unpatched"]) / "lib/server/libjvm.so").resolve()
+def stock_libjvm(jdks):
+    return (Path(jdks["stock"]) / "lib/server/libjvm.so").resolve()
 
 
 @pytest.fixture(scope="session")

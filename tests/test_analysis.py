@@ -27,7 +27,7 @@ PROGRAMS = {
     "g1": ("patched", "G1", "AllocWorker", [3_000_000]),
     "parallel": ("patched", "Parallel", "AllocWorker", [3_000_000]),
     "humongous": ("patched", "G1", "BigArrays", [120, 100_000]),  # 800 KB arrays, 1 MiB regions
-    "stock": ("unpatched", "G1", "AllocWorker", [3_000_000]),
+    "stock": ("stock", "G1", "AllocWorker", [3_000_000]),
 }
 
 
@@ -477,7 +477,7 @@ def test_html_report_renders_in_chromium_with_every_plot(traces, tmp_path, name)
 # --- record --stacks and flame graphs ------------------------------------------
 
 
-@pytest.fixture(scope="module", params=["patched", "unpatched"])  # usdt mode, stock mode
+@pytest.fixture(scope="module", params=["patched", "stock"])  # usdt mode, stock mode
 def stack_trace(request, jdks, java_classes, tmp_path_factory):
     d = tmp_path_factory.mktemp("stacks")
     path = d / "stacks.jvmtrace"
@@ -532,7 +532,7 @@ def test_flame_graph_weighs_every_allocated_byte_on_its_java_stack(stack_trace, 
     assert sum(n for frames, n in by_thread if frames[0] == "alloc-worker") >= 0.9 * total
 
     # Stock mode's stacks start in the function it probes.
-    if jdk == "unpatched":
+    if jdk == "stock":
         assert all("AllocTracer::send_allocation_in_new_tlab" in frames for frames in big if frames[-1].endswith("_[i]"))
         return
     # The SVG: self-contained, its root frame is the total, and Chromium draws frames.

@@ -177,7 +177,7 @@ def test_wrapper_rejects_bad_arguments():
 
 
 def test_wrapper_on_an_unpatched_jvm_suggests_the_stock_tool(jdks, java_classes):
-    proc = subprocess.Popen(java_cmd(jdks["unpatched"], java_classes, "G1", 64, "SystemGc", 1),
+    proc = subprocess.Popen(java_cmd(jdks["stock"], java_classes, "G1", 64, "SystemGc", 1),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         LineReader(proc.stdout).wait_for(lambda l: l.startswith("ready"), 60, "ready")
@@ -194,18 +194,18 @@ def test_wrapper_on_an_unpatched_jvm_suggests_the_stock_tool(jdks, java_classes)
 
 # --- stock variants, on unpatched HotSpots -------------------------------------
 
-# Debian 12's JDK 17, a stock 21 (Debian 13's source built unpatched, run in
+# Debian 12's JDK 17, a stock 21 (Debian 13's own runtime of the source we patch, run in
 # the Debian 13 root) and Temurin 25.
 STOCK_JDKS = {"jdk17-debian": "/usr/lib/jvm/java-17-openjdk-amd64",
-              **({"jdk21-unpatched": "21"} if "21" in JDK_LINES else {}),
+              **({"jdk21-stock": "21"} if "21" in JDK_LINES else {}),
               "jdk25-temurin": "/usr/lib/jvm/temurin-25-jdk-amd64"}
 
 
 @pytest.fixture(params=list(STOCK_JDKS))
 def stock_home(request):
     home = STOCK_JDKS[request.param]
-    if request.param == "jdk21-unpatched":
-        home = jdk_homes(home)["unpatched"]
+    if request.param == "jdk21-stock":
+        home = jdk_homes(home)["stock"]
     if not Path(home, "bin/java").is_file():
         if request.param == "jdk17-debian":
             pytest.fail(f"{home} missing: scripts/install-deps.sh installs openjdk-17-jdk-headless")

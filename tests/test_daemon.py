@@ -240,7 +240,7 @@ def test_discover_attach_metrics_agree_with_jfr_then_detach_leaves_nothing(daemo
 def test_many_attach_detach_cycles_leak_nothing(daemon, jdks, java_classes, tmp_path):
     before = links_and_uprobes()
     # Stock mode; the JVM works, then stays up ("hold") however long the cycles take.
-    proc = start_jvm(jdks["unpatched"], java_classes, tmp_path, 20_000_000, tmp_path / "r.jfr", "hold")
+    proc = start_jvm(jdks["stock"], java_classes, tmp_path, 20_000_000, tmp_path / "r.jfr", "hold")
     try:
         proc.stdin.write("go\n")
         proc.stdin.flush()
@@ -593,7 +593,7 @@ def gated_attach(tmp_path, jdks, java_classes, kind):
     jvm, attach, args_file, open_gate)."""
     script, args, open_gate = gated_worker(tmp_path)
     d = Daemon(tmp_path, "--jvmtrace", str(script))
-    proc = start_jvm(jdks["unpatched"], java_classes, tmp_path, 20_000_000, tmp_path / "r.jfr", "hold")
+    proc = start_jvm(jdks["stock"], java_classes, tmp_path, 20_000_000, tmp_path / "r.jfr", "hold")
     attach = None
     try:
         proc.stdin.write("go\n")
@@ -663,7 +663,7 @@ def test_a_worker_deaf_to_detach_is_killed_and_the_detach_answered(tmp_path, jdk
     daemon serves others meanwhile, and the attach gets its error."""
     script, args, _ = gated_worker(tmp_path, ignore_sigint=True)
     d = Daemon(tmp_path, "--jvmtrace", str(script))
-    proc = start_jvm(jdks["unpatched"], java_classes, tmp_path, 20_000_000, tmp_path / "r.jfr", "hold")
+    proc = start_jvm(jdks["stock"], java_classes, tmp_path, 20_000_000, tmp_path / "r.jfr", "hold")
     attach = detach = None
     try:
         proc.stdin.write("go\n")

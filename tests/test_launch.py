@@ -49,7 +49,7 @@ def no_pause_files(*dirs):
     return [p for d in dirs for p in Path(d).glob("vm.paused.*")]
 
 
-@pytest.mark.parametrize("variant,mode", [("patched", "usdt"), ("unpatched", "stock")])
+@pytest.mark.parametrize("variant,mode", [("patched", "usdt"), ("stock", "stock")])
 def test_record_has_every_tlab_refill_from_the_first(jdks, java_classes, tmp_path, variant, mode):
     """HotSpot's own log of every TLAB fill (-Xlog:gc+tlab=trace, from the
     JVM's first allocation on, long before main) and the trace agree thread
@@ -237,9 +237,9 @@ def test_a_failed_attach_lets_the_jvm_go(jdks, java_classes, tmp_path):
     go, says so, runs to its end with its normal output, and its status is
     record's; the trace file is removed."""
     out = tmp_path / "f.jvmtrace"
-    plain = subprocess.run([java(jdks, "unpatched"), "-cp", str(java_classes), "Launched", "exit", "6"],
+    plain = subprocess.run([java(jdks, "stock"), "-cp", str(java_classes), "Launched", "exit", "6"],
                            capture_output=True, timeout=120, cwd=tmp_path)
-    r = run(["record", "--mode", "usdt", "-o", out, "--", java(jdks, "unpatched"), "-cp", java_classes,
+    r = run(["record", "--mode", "usdt", "-o", out, "--", java(jdks, "stock"), "-cp", java_classes,
              "Launched", "exit", 6], cwd=tmp_path)
     err = r.stderr.decode()
     assert r.returncode == 6 and r.stdout == plain.stdout, err
@@ -265,7 +265,7 @@ def test_stat_prints_its_report_on_stderr(jdks, java_classes, tmp_path):
     assert t["comm"] == "alloc-worker" and t["tlab_refills"] > 50
     assert {c["class"] for c in rep["classes"][:2]} == {"AllocWorker$Node", "[B"}
     # Stock mode (the default --mode auto on an unpatched JVM) too.
-    r = run(["stat", "--json", "--", java(jdks, "unpatched"), "-cp", java_classes, "AllocWorker", 300_000],
+    r = run(["stat", "--json", "--", java(jdks, "stock"), "-cp", java_classes, "AllocWorker", 300_000],
             input=b"go\n", cwd=tmp_path)
     rep = json.loads(next(l for l in r.stderr.splitlines() if l.startswith(b"{")))
     assert r.returncode == 0 and rep["mode"] == "stock" and rep["counters"]["tlab_refills"] > 50

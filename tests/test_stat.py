@@ -215,7 +215,7 @@ def test_bad_input_gets_a_clear_error(jdks, java_classes):
     assert jvmtrace("--help").returncode == 0 and "EXAMPLES" in jvmtrace("stat", "--help").stdout
     # An unpatched JVM with --mode usdt: no probes, and the message says what to use instead
     # (--mode auto, the default, would attach in stock mode: tests/test_stock_mode.py).
-    proc = subprocess.Popen(java_cmd(jdks["unpatched"], java_classes, "G1", 64, "SystemGc", 1),
+    proc = subprocess.Popen(java_cmd(jdks["stock"], java_classes, "G1", 64, "SystemGc", 1),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         LineReader(proc.stdout).wait_for(lambda l: l.startswith("ready"), 60, "ready")

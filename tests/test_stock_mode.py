@@ -1,5 +1,5 @@
 """`jvmtrace record` and `jvmtrace stat` in stock mode: the same events from unpatched HotSpots
-(our unpatched build, Debian's JDK 17, Temurin 25 where installed) through
+(Debian's runtime of each line we patch, Debian 12's installed JDK 17, Temurin 25 where installed) through
 uprobes on libjvm.so's own functions, checked against JFR and -Xlog:gc from
 the same run; exact System.gc() counts; what stock mode says it lacks; errors
 and detach."""
@@ -19,24 +19,24 @@ from test_record import dump_json, links_and_uprobes
 from test_stat import stat_run
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
-# Our unpatched build of each line (Debian's source, no patch: 21 and 25 in
-# the Debian 13 root), Debian 12's own JDK 17, and Temurin 25.
-STOCK = {**{f"unpatched-{line}": line for line in JDK_LINES},
+# Debian's own runtime of each line's source we patch (21 and 25 in the
+# Debian 13 root), Debian 12's installed JDK 17 (an older update), and Temurin 25.
+STOCK = {**{f"stock-{line}": line for line in JDK_LINES},
          "debian-17": "/usr/lib/jvm/java-17-openjdk-amd64", "temurin-25": "/usr/lib/jvm/temurin-25-jdk-amd64"}
 
 
 @pytest.fixture(params=list(STOCK))
 def stock_home(request):
     home = STOCK[request.param]
-    if request.param.startswith("unpatched-"):
-        home = jdk_homes(home)["unpatched"]
+    if request.param.startswith("stock-"):
+        home = jdk_homes(home)["stock"]
     if not Path(home, "bin/java").is_file():
         if request.param != "temurin-25":
             pytest.fail(f"{home} missing")
         # A vendor build, only on machines whose image ships it (this project's does; CI's too):
-        # stock mode on 25 stays tested on our own unpatched 25 build (unpatched-25).
+        # stock mode on 25 stays tested on Debian's own 25 (stock-25).
         pytest.skip(f"Temurin 25 is not installed at {home} (not in Debian's archive); stock mode on 25 is "
-                    f"still tested on the unpatched 25 build")
+                    f"still tested on Debian's own 25 (stock-25)")
     return home
 
 
@@ -114,7 +114,7 @@ def test_stock_system_gc_gives_exact_full_collections(stock_home, java_classes, 
 
 def test_stock_mode_errors_and_detach(jdks, java_classes, tmp_path, usdt_fixture):
     # --mode usdt on an unpatched JVM, --mode stock on something that is not HotSpot.
-    proc = subprocess.Popen(java_cmd(jdks["unpatched"], java_classes, "G1", 64, "AllocWorker", "forever"),
+    proc = subprocess.Popen(java_cmd(jdks["stock"], java_classes, "G1", 64, "AllocWorker", "forever"),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         LineReader(proc.stdout).wait_for(lambda l: l.startswith("ready"), 60, "ready")
