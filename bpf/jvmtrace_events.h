@@ -24,6 +24,9 @@ enum jt_probe {
 	JT_PROMOTE_DIRECT,
 	JT_GC_PAUSE_START,
 	JT_GC_PAUSE_END,
+	JT_SAFEPOINT_BEGIN,
+	JT_SAFEPOINT_END,
+	JT_ALLOC_SAMPLE,
 	JT_PROBE_COUNT,
 	/* Kernel-only records of the probes that report several of the above
 	 * at once (usdt/jvmtrace.d): user space turns each into the trace events
@@ -31,11 +34,15 @@ enum jt_probe {
 	JT_K_ALLOC_SLOW = 0x40,  /* alloc__slow: 10 arguments, stack id after */
 	JT_K_PLAB_BATCH = 0x41,  /* plab__batch: 3 arguments, then the records */
 	JT_K_ALLOC_BATCH = 0x42, /* alloc__batch: 3 arguments, then the records */
+	JT_K_ALLOC_SAMPLE = 0x43, /* alloc__sample: JT_SAMPLE_ARGS arguments, then the
+				   * VM's native frames, then the Java frames */
 };
 
-/* Arguments of a trace event (the trace format's probes). */
-#define JT_EVENT_MAX_ARGS 6
-/* Arguments of a kernel record: alloc__slow has 10 besides its tid. */
+/* Arguments of a trace event (the trace format's probes): safepoint__end
+ * has 8. */
+#define JT_EVENT_MAX_ARGS 8
+/* Arguments of a kernel record: alloc__slow has 10 besides its tid
+ * (alloc__sample's record 11: JT_SAMPLE_ARGS). */
 #define JT_KEVENT_MAX_ARGS 10
 
 /* args[] holds the probe's arguments in contract order *without* the
@@ -82,6 +89,19 @@ struct jt_event {
  * the VM sends at most 128 a batch. */
 #define JT_ALLOC_BATCH_MAX_BYTES (16 << 10)
 #define JT_ALLOC_BATCH_EVENT_SIZE (JT_EVENT_SIZE(3) + JT_ALLOC_BATCH_MAX_BYTES)
+
+/* alloc__sample: args[] = weight_bytes, class_name, class_name_len,
+ * alloc_bytes, outcome, depth (Java frames that follow), frame_bytes,
+ * end_ns, the metadata epoch read at the hit, native frames (count), the
+ * epoch's address; then
+ * that many native return addresses (u64, innermost first: the VM's own
+ * code from the probe site outwards, cut by user space where it leaves
+ * libjvm.so), then depth Java frames of frame_bytes each (struct
+ * jvmtrace_frame, leaf first). */
+#define JT_SAMPLE_ARGS 11
+#define JT_SAMPLE_NATIVE_MAX 32
+#define JT_SAMPLE_MAX_BYTES (JT_EVENT_SIZE(JT_SAMPLE_ARGS) + 8 * JT_SAMPLE_NATIVE_MAX + \
+			     JVMTRACE_FRAME_BYTES * JVMTRACE_SAMPLE_MAX_FRAMES)
 
 JVMTRACE_ABI_ASSERT(sizeof(struct jt_event) == 16 + 8 * (JT_KEVENT_MAX_ARGS + 1), "jt_event");
 JVMTRACE_ABI_ASSERT(JVMTRACE_ABI_OFFSET(jt_event, args) == 16, "jt_event: args");

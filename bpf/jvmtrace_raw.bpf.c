@@ -71,6 +71,10 @@ SEC("usdt") int promote__direct(struct pt_regs *ctx) { return emit(ctx, JT_PROMO
 SEC("usdt") int gc__pause__start(struct pt_regs *ctx) { return emit(ctx, JT_GC_PAUSE_START, 1, -1, 2); }
 SEC("usdt") int gc__pause__end(struct pt_regs *ctx) { return emit(ctx, JT_GC_PAUSE_END, 1, -1, 2); }
 SEC("usdt") int alloc__slow(struct pt_regs *ctx) { return emit(ctx, JT_K_ALLOC_SLOW, 1, 2, -1); }
+SEC("usdt") int safepoint__begin(struct pt_regs *ctx) { return emit(ctx, JT_SAFEPOINT_BEGIN, 0, -1, -1); }
+SEC("usdt") int safepoint__end(struct pt_regs *ctx) { return emit(ctx, JT_SAFEPOINT_END, 0, -1, -1); }
+/* (the frames are not shown: their address is args[6], valid during the hit only) */
+SEC("usdt") int alloc__sample(struct pt_regs *ctx) { return emit(ctx, JT_ALLOC_SAMPLE, 2, 3, 0); }
 
 struct batch_walk {
 	__u64 records;

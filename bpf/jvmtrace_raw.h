@@ -7,7 +7,7 @@
 
 #include "jvmtrace_events.h" /* enum jt_probe */
 
-#define JT_RAW_MAX_ARGS 11 /* alloc__slow's */
+#define JT_RAW_MAX_ARGS 12 /* alloc__sample's */
 
 /* One record of a plab__batch, as its own raw event after the batch's:
  * args = ts_ns, address, bytes, used_bytes, gc_id, tid, kind, dest. */

@@ -131,6 +131,72 @@ SEC("usdt") int alloc__slow(struct pt_regs *ctx) { return emit(ctx, JT_K_ALLOC_S
 SEC("usdt") int plab__batch(struct pt_regs *ctx) { return emit_batch(ctx, JT_K_PLAB_BATCH, JT_PLAB_BATCH_MAX_BYTES); }
 SEC("usdt") int alloc__batch(struct pt_regs *ctx) { return emit_batch(ctx, JT_K_ALLOC_BATCH, JT_ALLOC_BATCH_MAX_BYTES); }
 
+/* safepoint__begin/end: every argument; the operation's name is static
+ * text, read once by user space like a GC's name. */
+SEC("usdt") int safepoint__begin(struct pt_regs *ctx) { return emit(ctx, JT_SAFEPOINT_BEGIN, 4, 0, -1, false); }
+SEC("usdt") int safepoint__end(struct pt_regs *ctx) { return emit(ctx, JT_SAFEPOINT_END, 8, 0, -1, false); }
+
+/* alloc__sample: the arguments user space needs, the VM's native return
+ * addresses (bpf_get_stack, from the probe site out: user space keeps those
+ * in the VM's own code), the Java frames the VM walked, and the metadata
+ * epoch as it is now (user space trusts the names it reads of those frames'
+ * methods only while the epoch still has this value).  Layout:
+ * jvmtrace_events.h, JT_K_ALLOC_SAMPLE. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u8[JT_SAMPLE_MAX_BYTES]);
+} sample_scratch SEC(".maps");
+
+SEC("usdt") int alloc__sample(struct pt_regs *ctx)
+{
+	static const __u32 zero = 0;
+	__u8 *buf = bpf_map_lookup_elem(&sample_scratch, &zero);
+	struct jt_event *e = (struct jt_event *)buf;
+	long v, frames = 0, depth = 0, frame_bytes = 0, epoch_addr = 0;
+	__u64 epoch = 0, len;
+	long native;
+
+	if (!buf || stopped)
+		return 0;
+	e->ts_ns = bpf_ktime_get_ns();
+	e->tid = (__u32)bpf_get_current_pid_tgid();
+	e->probe = JT_K_ALLOC_SAMPLE;
+	e->nargs = JT_SAMPLE_ARGS;
+	/* weight_bytes, class_name, class_name_len, alloc_bytes, outcome */
+	for (int i = 0; i < 5; i++) {
+		v = 0;
+		bpf_usdt_arg(ctx, i + 1, &v);
+		e->args[i] = v;
+	}
+	bpf_usdt_arg(ctx, 6, &frames);
+	bpf_usdt_arg(ctx, 7, &depth);
+	bpf_usdt_arg(ctx, 8, &frame_bytes);
+	v = 0;
+	bpf_usdt_arg(ctx, 9, &v);
+	e->args[7] = v; /* end_ns */
+	bpf_usdt_arg(ctx, 10, &epoch_addr);
+	if (!epoch_addr || bpf_probe_read_user(&epoch, sizeof epoch, (void *)epoch_addr))
+		epoch = ~0ull; /* unreadable: no name can be trusted */
+	e->args[8] = epoch;
+	e->args[10] = epoch_addr;
+	native = bpf_get_stack(ctx, buf + JT_EVENT_SIZE(JT_SAMPLE_ARGS), 8 * JT_SAMPLE_NATIVE_MAX, BPF_F_USER_STACK);
+	e->args[9] = native > 0 ? (__u64)native / 8 : 0;
+	len = (__u64)(__u32)depth * (__u64)(__u32)frame_bytes;
+	if (len > JVMTRACE_FRAME_BYTES * JVMTRACE_SAMPLE_MAX_FRAMES)
+		len = JVMTRACE_FRAME_BYTES * JVMTRACE_SAMPLE_MAX_FRAMES;
+	if (len && bpf_probe_read_user(buf + JT_EVENT_SIZE(JT_SAMPLE_ARGS) + 8 * JT_SAMPLE_NATIVE_MAX, len,
+				       (void *)frames))
+		len = 0; /* unreadable: a sample without Java frames */
+	e->args[5] = frame_bytes ? len / (__u32)frame_bytes : 0;
+	e->args[6] = (__u32)frame_bytes;
+	if (bpf_ringbuf_output(&events, buf, JT_EVENT_SIZE(JT_SAMPLE_ARGS) + 8 * JT_SAMPLE_NATIVE_MAX + len,
+			       BPF_RB_FORCE_WAKEUP))
+		__sync_fetch_and_add(&dropped, 1);
+	return 0;
+}
+
 /* alloc__drain(flushed_ns): attached only while record ends; every
  * alloc__batch record up to drained_ns is in the ring buffer. */
 __u64 drained_ns = 0;

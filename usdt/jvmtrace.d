@@ -152,25 +152,110 @@ provider jvmtrace {
 
 	/* Stop-the-world pauses ------------------------------------------- */
 
-	/* A stop-the-world pause as -Xlog:gc reports it: one start/end pair per
-	 * "GC(n) Pause ..." line, for every pause of G1 (Young, Remark, Cleanup,
-	 * Full), Parallel (Young, Full) and Serial (Young, Full), whether
-	 * logging is on or not.  Fired on the VM thread, at the safepoint.
+	/* A stop-the-world pause as -Xlog:gc* reports it: one start/end pair
+	 * per "GC(n) ... Pause ..." line, for every pause of every collector,
+	 * whether logging is on or not: G1 (Young, Remark, Cleanup, Full),
+	 * Parallel (Young, Full), Serial (Young, Full), ZGC ("Pause Mark
+	 * Start", "Pause Mark End", "Pause Relocate Start"; generational ZGC's
+	 * young and old ones, which the log tags "y:", "Y:" and "O:"), and
+	 * Shenandoah ("Pause Init Mark", "Pause Final Mark", "Pause Init/Final
+	 * Update Refs", "Pause Final Roots", "Pause Degenerated GC (...)",
+	 * "Pause Full").  Fired on the VM thread, at the safepoint, within that
+	 * safepoint's safepoint__begin/end.
 	 * gc_id: the log line's GC(n); for G1 Remark and Cleanup the concurrent
 	 *   cycle's id (that of gc__start/gc__end kind 2).  Several pauses may
 	 *   share one safepoint, each with its own id (a young pause that gives
-	 *   up, then a full one).
+	 *   up, then a full one).  Generational ZGC's minor collections run
+	 *   during a major one's old phase: consecutive pauses' ids interleave.
 	 * name: HotSpot's title, verbatim: "Pause Young", "Pause Young
-	 *   (Concurrent Start)", "Pause Remark", "Pause Full", ...  Valid only
-	 *   while the probe fires: copy it.
+	 *   (Concurrent Start)", "Pause Remark", "Pause Full", "Pause Mark
+	 *   Start (Major)", "Pause Init Mark (unload classes)", ... (without
+	 *   ZGC's "y:"/"Y:"/"O:" tag, which is the log's GC-id prefix).  Valid
+	 *   only while the probe fires: copy it.
 	 * cause: "Allocation Failure", "G1 Evacuation Pause", "System.gc()", ...;
-	 *   "" for Remark and Cleanup (join on gc_id with gc__start kind 2).
+	 *   "" for G1 Remark and Cleanup (join on gc_id with gc__start kind 2);
+	 *   ZGC's and Shenandoah's pauses carry their collection's cause (their
+	 *   log lines print none).
 	 * kind: 0 young (every G1 young type, Mixed too), 1 full, 2 remark,
-	 *   3 cleanup.
+	 *   3 cleanup, 4 a concurrent collection's pause (ZGC; generational
+	 *   ZGC's young ones; Shenandoah's), 5 the same of an old generation
+	 *   (generational ZGC's "O:"; generational Shenandoah's "Pause Final
+	 *   Mark (Old)"), 6 Shenandoah's degenerated collection.
 	 * heap_used / heap_committed: the whole heap at this instant; at the
 	 *   start the log's "before", at the end its "after(committed)". */
 	probe gc__pause__start(uint32_t gc_id, const char *name, const char *cause,
 	    uint32_t kind, uint64_t heap_used, uint64_t heap_committed);
 	probe gc__pause__end(uint32_t gc_id, const char *name, const char *cause,
 	    uint32_t kind, uint64_t heap_used, uint64_t heap_committed);
+
+	/* Safepoints ------------------------------------------------------ */
+
+	/* Every safepoint, whatever stops the world (a collection, a
+	 * deoptimisation, a thread dump, the attach mechanism, a cleanup), on
+	 * every collector: one begin/end pair per "Safepoint ..." line of
+	 * -Xlog:safepoint, whether logging is on or not, the end carrying that
+	 * line's figures exactly.  Fired on the VM thread.  A safepoint that
+	 * ends the VM ("Halt" at the end of main, "Exit" from System.exit)
+	 * has a begin and no end, as it has no log line.
+	 * operation: the VM operation's type name as the log prints it
+	 *   ("G1CollectForAllocation", "ZMarkStartYoung", "ShenandoahInitMark",
+	 *   "Cleanup", "ForceSafepoint", ...); static text, valid for the
+	 *   JVM's life.
+	 * safepoint_id: HotSpot's safepoint id (JFR's safepointId).
+	 * begin_ns: the log's begin stamp (CLOCK_MONOTONIC).
+	 * since_last_ns: the log's "Time since last".
+	 * reaching_ns: "Reaching safepoint" (from the begin until every Java
+	 *   thread stopped); cleanup_ns: "Cleanup" (0 on 25, which has none);
+	 *   at_safepoint_ns: "At safepoint" (17: from the end of the cleanup
+	 *   to the end, leaving included; 21: to leaving; 25: from reaching
+	 *   to leaving); total_ns: "Total"; leaving is total_ns - reaching_ns
+	 *   - cleanup_ns - at_safepoint_ns (0 on 17).
+	 * threads: the Java threads to stop; running: of those, still running
+	 *   when the safepoint was armed (25 prints both).
+	 * A collection's gc__pause__start/end lie within its safepoint's pair;
+	 * they are never fired at a safepoint nested in another. */
+	probe safepoint__begin(const char *operation, uint64_t safepoint_id,
+	    uint64_t begin_ns, uint64_t since_last_ns);
+	probe safepoint__end(const char *operation, uint64_t reaching_ns,
+	    uint64_t at_safepoint_ns, uint64_t total_ns, uint32_t threads,
+	    uint32_t running, uint64_t cleanup_ns, uint64_t safepoint_id);
+
+	/* Allocation sites ------------------------------------------------ */
+
+	/* An allocation slow path of this thread, sampled by bytes: the Java
+	 * stack the VM itself walked (vframes: interpreted, C1, C2 and inlined
+	 * frames with their lines), for a tracer that wants allocation sites.
+	 * Fires on the allocating thread at the end of its slow path, before
+	 * that slow path's alloc__slow/alloc__batch record is reported, when
+	 * the bytes this thread's slow paths handed out since its previous
+	 * sample (new TLABs' sizes, objects allocated outside TLABs) reach the
+	 * thread's sampling interval (random, 512 KiB on average, as JEP 331's),
+	 * counted only while this probe is attached, and at most about 500 a
+	 * second in the whole VM (a slow path over that is not sampled: its
+	 * bytes count towards the thread's next sample).
+	 * method: the leaf-most Java frame, "package.Class.method",
+	 *   NUL-terminated; valid only while the probe fires.
+	 * weight_bytes: those bytes (this slow path's included).
+	 * class_name, class_name_len, alloc_bytes, outcome: as alloc__slow.
+	 * frames, depth, frame_bytes: depth frames of frame_bytes bytes at
+	 *   frames, leaf first, valid only while the probe fires; a frame
+	 *   (fields are only ever appended; a reader steps by frame_bytes):
+	 *     uint64_t method;  the Method* (name it through gHotSpotVMStructs)
+	 *     int32_t  bci;     0 for a native method; may be -1 (method entry)
+	 *     uint16_t line;    0 when unknown
+	 *     uint8_t  kind;    0 interpreted, 1 C1, 2 C2/JIT, 3 inlined into
+	 *                       the frame after it, 4 native method
+	 *     uint8_t  flags;   0x01 a hidden class's, 0x02 a hidden method,
+	 *                       0x04 inlined into C1 code, 0x80 (the last
+	 *                       frame) the stack went on below it
+	 *   16 bytes in all; at most 128 frames, the leaf-most.
+	 * end_ns: the slow path's end_ns (CLOCK_MONOTONIC), as its record's.
+	 * epoch_addr: the address of a uint64_t the VM increments before it
+	 *   frees any class metadata (class unloading, the methods a class
+	 *   redefinition made obsolete): a Method* named while it still holds
+	 *   the value it had when the probe fired names that method. */
+	probe alloc__sample(const char *method, uint64_t weight_bytes,
+	    const char *class_name, uint32_t class_name_len, uint64_t alloc_bytes,
+	    uint32_t outcome, uint64_t frames, uint32_t depth, uint32_t frame_bytes,
+	    uint64_t end_ns, uint64_t epoch_addr, int32_t tid);
 };

@@ -50,7 +50,7 @@ static inline int jvmtrace_slow_after_gc(unsigned long long o)
 	X(tlab__refill) X(alloc__slow__enter) X(alloc__slow__exit) X(alloc__slow) \
 	X(alloc__batch) X(alloc__drain) X(gc__start) X(gc__end) X(plab__alloc) \
 	X(plab__retire) X(promote__direct) X(plab__batch) X(gc__pause__start) \
-	X(gc__pause__end)
+	X(gc__pause__end) X(safepoint__begin) X(safepoint__end) X(alloc__sample)
 
 /* gc__start/gc__end's kind. */
 enum jvmtrace_gc_kind {
@@ -73,6 +73,17 @@ enum jvmtrace_pause_kind {
 	JVMTRACE_PAUSE_FULL = 1,
 	JVMTRACE_PAUSE_REMARK = 2,  /* G1 */
 	JVMTRACE_PAUSE_CLEANUP = 3, /* G1 */
+	/* A pause of a concurrent collection: every pause of single-generation
+	 * ZGC (17, 21 -XX:-ZGenerational), generational ZGC's young-generation
+	 * pauses (the log's "y:" and "Y:"), Shenandoah's Init/Final Mark,
+	 * Init/Final Update Refs and (Verify) Final Roots. */
+	JVMTRACE_PAUSE_CONCURRENT = 4,
+	/* The same for an old generation: generational ZGC's "O:" pauses,
+	 * generational Shenandoah's "Pause Final Mark (Old)" (25). */
+	JVMTRACE_PAUSE_CONCURRENT_OLD = 5,
+	/* Shenandoah's "Pause Degenerated GC (...)": a concurrent cycle
+	 * finished stop-the-world (Shenandoah's "Pause Full" is 1). */
+	JVMTRACE_PAUSE_DEGENERATED = 6,
 	JVMTRACE_PAUSE_KIND_COUNT
 };
 
@@ -123,6 +134,32 @@ struct jvmtrace_alloc_record {
 };
 #define JVMTRACE_ALLOC_RECORD_BYTES 72
 
+/* alloc__sample: the sampled thread's Java frames, leaf first, one record
+ * each, as the VM itself walks them (inlined frames included). */
+enum jvmtrace_frame_kind {
+	JVMTRACE_FRAME_INTERPRETED = 0,
+	JVMTRACE_FRAME_C1 = 1,      /* the outermost scope of a C1 nmethod */
+	JVMTRACE_FRAME_JIT = 2,     /* the outermost scope of a C2 (or JVMCI) nmethod */
+	JVMTRACE_FRAME_INLINED = 3, /* inlined into the frame after it */
+	JVMTRACE_FRAME_NATIVE = 4,  /* a Java native method */
+	JVMTRACE_FRAME_KIND_COUNT
+};
+/* A frame's flags. */
+#define JVMTRACE_FRAME_HIDDEN_CLASS 0x01  /* its class is hidden (a lambda proxy, ...) */
+#define JVMTRACE_FRAME_HIDDEN_METHOD 0x02 /* Method::is_hidden() (LambdaForms, @Hidden) */
+#define JVMTRACE_FRAME_IN_C1 0x04         /* inlined: into C1 code */
+#define JVMTRACE_FRAME_TRUNCATED 0x80     /* the last frame: the stack went on below it */
+struct jvmtrace_frame {
+	__u64 method; /* the Method* (named by reading the VM's memory) */
+	__s32 bci;    /* bytecode index; 0 for a native method, may be -1 (method entry) */
+	__u16 line;   /* source line, 0 when unknown */
+	__u8 kind;    /* enum jvmtrace_frame_kind */
+	__u8 flags;   /* JVMTRACE_FRAME_* */
+};
+#define JVMTRACE_FRAME_BYTES 16
+/* Frames an alloc__sample carries at most (the leaf-most ones). */
+#define JVMTRACE_SAMPLE_MAX_FRAMES 128
+
 /* The layouts, checked wherever this file is compiled; the structs of
  * bpf/'s headers that cross the kernel/user boundary use the same checks. */
 #ifdef __cplusplus
@@ -143,5 +180,10 @@ JVMTRACE_ABI_ASSERT(JVMTRACE_ABI_OFFSET(jvmtrace_alloc_record, gcs) == 56, "allo
 JVMTRACE_ABI_ASSERT(JVMTRACE_ABI_OFFSET(jvmtrace_alloc_record, tid) == 60, "alloc record: tid");
 JVMTRACE_ABI_ASSERT(JVMTRACE_ABI_OFFSET(jvmtrace_alloc_record, class_name_len) == 64, "alloc record: class_name_len");
 JVMTRACE_ABI_ASSERT(JVMTRACE_ABI_OFFSET(jvmtrace_alloc_record, outcome) == 68, "alloc record: outcome");
+JVMTRACE_ABI_ASSERT(sizeof(struct jvmtrace_frame) == JVMTRACE_FRAME_BYTES, "alloc__sample frame size");
+JVMTRACE_ABI_ASSERT(JVMTRACE_ABI_OFFSET(jvmtrace_frame, bci) == 8, "frame: bci");
+JVMTRACE_ABI_ASSERT(JVMTRACE_ABI_OFFSET(jvmtrace_frame, line) == 12, "frame: line");
+JVMTRACE_ABI_ASSERT(JVMTRACE_ABI_OFFSET(jvmtrace_frame, kind) == 14, "frame: kind");
+JVMTRACE_ABI_ASSERT(JVMTRACE_ABI_OFFSET(jvmtrace_frame, flags) == 15, "frame: flags");
 
 #endif /* JVMTRACE_ABI_H */

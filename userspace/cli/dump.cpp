@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "analysis/java_frames.h"
 #include "base/json.h"
 #include "base/strings.h"
 #include "trace/reader.h"
@@ -98,6 +99,17 @@ int dump_command(int argc, char** argv) {
             case trace::kUnused: break;
             case trace::kClassId: args[info.arg_names[i]] = reader.classes()[v]; break;
             case trace::kStringId: args[info.arg_names[i]] = reader.strings()[v]; break;
+            case trace::kJavaStackId: {  // the frames themselves, leaf first
+              Json frames = Json::array();
+              if (v)
+                for (const trace::Frame& f : reader.java_stacks()[v - 1])
+                  frames.push_back({{"method", analysis::method_name(reader, f.method)},
+                                    {"file", analysis::method_file(reader, f.method)},
+                                    {"line", f.line},
+                                    {"kind", trace::frame_kind_name(f.kind)}});
+              args[info.arg_names[i]] = std::move(frames);
+              break;
+            }
             default: args[info.arg_names[i]] = v;
           }
         }
@@ -114,6 +126,11 @@ int dump_command(int argc, char** argv) {
           case trace::kClassId: std::printf(" %s=%s", info.arg_names[i], printable(reader.classes()[v]).c_str()); break;
           case trace::kStringId: std::printf(" %s=%s", info.arg_names[i], printable(reader.strings()[v]).c_str()); break;
           case trace::kHex: std::printf(" %s=0x%" PRIx64, info.arg_names[i], v); break;
+          case trace::kJavaStackId: {  // its allocation site (the leaf-most Java frame)
+            const trace::Frame* site = v ? analysis::allocation_site(reader.java_stacks()[v - 1]) : nullptr;
+            std::printf(" site=%s", site ? printable(analysis::frame_site(reader, *site)).c_str() : "[none]");
+            break;
+          }
           default: std::printf(" %s=%" PRIu64, info.arg_names[i], v);
         }
       }

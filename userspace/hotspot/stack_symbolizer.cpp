@@ -80,6 +80,13 @@ const StackSymbolizer::Mapping* StackSymbolizer::mapping(uint64_t ip) {
   return nullptr;
 }
 
+std::string StackSymbolizer::native_frame(uint64_t ip, bool* in_file) {
+  if (maps_.empty()) read_maps();
+  const Mapping* m = mapping(ip);
+  *in_file = m && !m->path.empty();
+  return *in_file ? frame(ip) : std::string();
+}
+
 std::string StackSymbolizer::frame(uint64_t ip) {
   if (maps_.empty()) read_maps();
   const Mapping* m = mapping(ip);

@@ -33,6 +33,10 @@ class StackSymbolizer {
   // "Interpreter_[j]", "MemAllocator::allocate" (libjvm.so),
   // "libc.so.6`malloc", or "[unknown]" / "[libfoo.so+0x1234]".
   std::string frame(uint64_t ip);
+  // A frame in a mapped file (the VM's own code, a library): its name as
+  // frame() gives it, *in_file true; else (the code cache: stubs and Java
+  // code, or nothing) "" and *in_file false.
+  std::string native_frame(uint64_t ip, bool* in_file);
 
   // Re-reads the perf map; true if its contents changed (names given out
   // before may be stale: JIT code moved).

@@ -57,4 +57,37 @@ bool read_vmstructs(pid_t pid, const ElfSymbols& libjvm, uint64_t bias, std::map
   return false;
 }
 
+bool read_vmtypes(pid_t pid, const ElfSymbols& libjvm, uint64_t bias, std::map<std::string, uint64_t>* sizes,
+                  std::string* error) {
+  static const char* const kNeed[] = {"gHotSpotVMTypes", "gHotSpotVMTypeEntryArrayStride",
+                                      "gHotSpotVMTypeEntryTypeNameOffset", "gHotSpotVMTypeEntrySizeOffset"};
+  uint64_t g[4];
+  for (int i = 0; i < 4; i++) {
+    const uint64_t addr = libjvm.value(kNeed[i]);
+    if (!addr) {
+      *error = std::string("libjvm.so exports no ") + kNeed[i] + ": not a HotSpot";
+      return false;
+    }
+    if (!read_u64(pid, bias + addr, &g[i])) {
+      *error = std::string("cannot read ") + kNeed[i] + " in PID " + std::to_string(pid);
+      return false;
+    }
+  }
+  const uint64_t table = g[0], stride = g[1];
+  if (!table || !stride || stride > 4096) {
+    *error = "gHotSpotVMTypes is not set up yet in PID " + std::to_string(pid) + " (JVM still starting?)";
+    return false;
+  }
+  for (uint64_t i = 0; i < 100000; i++) {
+    const uint64_t e = table + i * stride;
+    uint64_t tname_ptr, size;
+    if (!read_u64(pid, e + g[2], &tname_ptr)) break;
+    if (!tname_ptr) return true;  // the table's end
+    if (!read_u64(pid, e + g[3], &size)) break;
+    (*sizes)[read_process_string(pid, tname_ptr, 128)] = size;
+  }
+  *error = "reading gHotSpotVMTypes in PID " + std::to_string(pid) + " failed part way";
+  return false;
+}
+
 }  // namespace jvmtrace

@@ -18,4 +18,9 @@ namespace jvmtrace {
 bool read_vmstructs(pid_t pid, const ElfSymbols& libjvm, uint64_t bias, std::map<std::string, uint64_t>* fields,
                     std::string* error);
 
+// Every "Type" -> its size (sizeof) from the gHotSpotVMTypes table, as
+// read_vmstructs reads fields.
+bool read_vmtypes(pid_t pid, const ElfSymbols& libjvm, uint64_t bias, std::map<std::string, uint64_t>* sizes,
+                  std::string* error);
+
 }  // namespace jvmtrace

@@ -31,6 +31,7 @@ void Recorder::add(const jt_event& k, size_t size) {
   flush_plab_events();
   if (probe == JT_K_ALLOC_SLOW) return add_alloc_slow(k, size, has_stack);
   if (probe == JT_K_ALLOC_BATCH) return add_alloc_batch(k, size, has_stack);
+  if (probe == JT_K_ALLOC_SAMPLE && !has_stack) return add_alloc_sample(k, size);
   const bool pause = probe == JT_GC_PAUSE_START || probe == JT_GC_PAUSE_END;
   if (probe >= JT_PROBE_COUNT || k.nargs > JT_EVENT_MAX_ARGS ||
       size < static_cast<size_t>(JT_EVENT_SIZE(k.nargs + (has_stack ? 1 : 0))) ||
@@ -71,6 +72,13 @@ void Recorder::add(const jt_event& k, size_t size) {
       e.a[2] = string(k.args[2]);
       break;
     }
+    case JT_SAFEPOINT_BEGIN:
+    case JT_SAFEPOINT_END:  // the operation's name: static text
+      e.a[0] = string(k.args[0]);
+      break;
+    case JT_ALLOC_SAMPLE:  // only ever as JT_K_ALLOC_SAMPLE
+      malformed_++;
+      return;
   }
   w_->event(e);
   if (has_stack) w_->event_stack(stack(static_cast<int64_t>(k.args[k.nargs])));
@@ -155,6 +163,190 @@ void Recorder::write_slow_path(const jvmtrace_alloc_record& p, int64_t stack_id)
   e.a[2] = p.outcome;
   e.a[3] = p.gcs;
   w_->event(e);
+  if (namer_) slow_path_written(static_cast<uint32_t>(p.tid), p);
+}
+
+namespace {
+// Bounds against a JVM that sends ever new stacks or never reports the slow
+// paths its samples name: beyond them a sample goes without its stack, or
+// out at once without its slow path (both counted).
+constexpr size_t kMaxJavaStacks = 1 << 18;
+constexpr size_t kMaxPendingSamples = 1024;
+}  // namespace
+
+void Recorder::add_alloc_sample(const jt_event& k, size_t size) {
+  const size_t frames_at = JT_EVENT_SIZE(JT_SAMPLE_ARGS) + 8 * JT_SAMPLE_NATIVE_MAX;
+  const uint64_t depth = k.args[5], step = k.args[6];
+  if (k.nargs != JT_SAMPLE_ARGS || size < frames_at || k.args[4] > UINT8_MAX || k.args[2] > UINT32_MAX ||
+      depth > JVMTRACE_SAMPLE_MAX_FRAMES || (depth && (step < JVMTRACE_FRAME_BYTES || frames_at + depth * step > size))) {
+    malformed_++;
+    return;
+  }
+  const uint64_t end_ns = k.args[7];
+  if (end_ns < window_start_ns_ || (window_end_ns_ && end_ns > window_end_ns_)) {
+    outside_window_++;  // its slow path is left out too
+    return;
+  }
+  const uint8_t* base = reinterpret_cast<const uint8_t*>(&k);
+  std::vector<trace::Frame> frames;
+  // The VM's own code, from the probe site out, until the stack leaves the
+  // mapped files (the code cache: a runtime stub, then the Java frames,
+  // which come from the VM's own walk below).
+  const uint64_t native = std::min<uint64_t>(k.args[9], JT_SAMPLE_NATIVE_MAX);
+  for (uint64_t i = 0; symbolizer_ && i < native; i++) {
+    uint64_t ip;
+    std::memcpy(&ip, base + JT_EVENT_SIZE(JT_SAMPLE_ARGS) + 8 * i, sizeof ip);
+    bool in_file;
+    const std::string name = symbolizer_->native_frame(i == 0 ? ip : ip - 1, &in_file);  // a return address is past its call
+    if (!in_file) break;
+    frames.push_back({vm_method(name), 0, trace::kFrameVm});
+  }
+  // The Java frames: named once per Method* while the metadata epoch stays
+  // what it was at the probe hit (docs/probes.md, alloc__sample).
+  const uint64_t epoch = k.args[8], epoch_addr = k.args[10];
+  if (epoch != epoch_) {
+    method_ids_.clear();
+    namer_->forget();
+    epoch_ = epoch;
+  }
+  struct Fresh {
+    size_t frame;
+    uint64_t method;
+    MethodInfo info;
+  };
+  std::vector<Fresh> fresh;
+  bool truncated = false;
+  const size_t java0 = frames.size();
+  for (uint64_t i = 0; i < depth; i++) {
+    jvmtrace_frame f;
+    std::memcpy(&f, base + frames_at + i * step, sizeof f);
+    if (i + 1 == depth && (f.flags & JVMTRACE_FRAME_TRUNCATED)) truncated = true;
+    // (a kind not the contract's: the frame still counts)
+    const uint8_t kind = f.kind < JVMTRACE_FRAME_KIND_COUNT ? f.kind : +trace::kFrameJit;
+    trace::Frame t{0, f.line, kind};
+    auto it = method_ids_.find(f.method);
+    if (it != method_ids_.end()) {
+      t.method = it->second;
+    } else {
+      Fresh n{frames.size(), f.method, {}};
+      if (epoch != ~0ull && namer_->read(f.method, &n.info)) fresh.push_back(std::move(n));
+      else t.method = unknown_method();
+    }
+    frames.push_back(t);
+  }
+  if (!fresh.empty()) {
+    // Still the epoch of the hit: nothing was freed since, so what was read
+    // is those methods' own names.  Else none of them can be trusted.
+    uint64_t now;
+    const bool valid = namer_->read_u64(epoch_addr, &now) && now == epoch;
+    for (Fresh& n : fresh) {
+      uint32_t id = unknown_method();
+      if (valid) {
+        trace::Method m;
+        m.klass = klass_id_by_name(n.info.klass) + 1;
+        m.name = text(n.info.name);
+        m.signature = text(n.info.signature) + 1;
+        m.file = n.info.file.empty() ? 0 : text(n.info.file) + 1;
+        id = method_id(m);
+        method_ids_[n.method] = id;
+      }
+      frames[n.frame].method = id;
+    }
+  }
+  sample_counts_.name_reads = namer_->reads();
+  for (size_t i = java0; i < frames.size(); i++) {
+    sample_counts_.frames++;
+    if (frames[i].method == unknown_method_) sample_counts_.frames_unknown++;
+  }
+  if (truncated) {
+    frames.push_back({vm_method("[deeper frames not captured]"), 0, trace::kFrameVm});
+    sample_counts_.truncated++;
+  }
+  uint64_t stack_plus_one = 0;
+  auto st = java_stacks_.find(frames);
+  if (st != java_stacks_.end()) {
+    stack_plus_one = st->second + 1;
+  } else if (java_stacks_.size() < kMaxJavaStacks) {
+    const uint32_t id = w_->define_java_stack(frames);
+    java_stacks_.emplace(std::move(frames), id);
+    stack_plus_one = id + 1;
+  } else {
+    sample_counts_.stacks_capped++;
+  }
+  trace::Event e;
+  e.probe = JT_ALLOC_SAMPLE;
+  e.thread = thread(k.tid);
+  e.ts_ns = end_ns;  // its slow path's end, on the VM's clock like that slow path's record
+  e.a[0] = k.args[0];
+  e.a[1] = klass(k.args[1], k.args[2]);
+  e.a[2] = k.args[3];
+  e.a[3] = k.args[4];
+  e.a[4] = stack_plus_one;
+  ThreadSamples& t = samples_[k.tid];
+  if (t.pending.size() >= kMaxPendingSamples) {
+    write_sample(&t, &t.pending.front(), false);
+    t.pending.pop_front();
+  }
+  t.pending.push_back({e, samples_by_end_ ? end_ns : 0});
+}
+
+void Recorder::slow_path_written(uint32_t tid, const jvmtrace_alloc_record& p) {
+  ThreadSamples& t = samples_[tid];
+  t.bytes_since += jvmtrace_slow_new_tlab(p.outcome) ? p.tlab_bytes
+                   : jvmtrace_slow_outside_tlab(p.outcome) ? p.alloc_bytes : 0;
+  while (!t.pending.empty()) {
+    PendingSample& s = t.pending.front();
+    if (s.end_ns != 0 && s.end_ns > p.end_ns) break;  // an earlier slow path of the thread
+    // Its own slow path (combined: the thread's next one), or one after it
+    // (its own record never came).
+    write_sample(&t, &s, s.end_ns == 0 || s.end_ns == p.end_ns);
+    t.pending.pop_front();
+    if (s.end_ns == p.end_ns) break;
+  }
+}
+
+void Recorder::write_sample(ThreadSamples* t, PendingSample* s, bool matched) {
+  // The weight: every byte this thread's slow paths handed out since its
+  // previous sample, so the weights add up to the trace's bytes (all but
+  // those after each thread's last sample).
+  s->event.a[0] = t->bytes_since;
+  t->bytes_since = 0;
+  w_->event(s->event);
+  sample_counts_.samples++;
+  if (!matched) sample_counts_.unmatched++;
+}
+
+void Recorder::flush_samples() {
+  for (auto& [tid, t] : samples_) {
+    while (!t.pending.empty()) {
+      write_sample(&t, &t.pending.front(), false);
+      t.pending.pop_front();
+    }
+  }
+}
+
+uint32_t Recorder::method_id(const trace::Method& m) {
+  const auto key = std::make_tuple(m.klass, m.name, m.signature, m.file);
+  auto it = methods_.find(key);
+  if (it != methods_.end()) return it->second;
+  return methods_.emplace(key, w_->define_method(m)).first->second;
+}
+
+uint32_t Recorder::unknown_method() {
+  if (unknown_method_ == UINT32_MAX) unknown_method_ = vm_method(trace::kUnknownMethodName);
+  return unknown_method_;
+}
+
+uint64_t Recorder::klass_id_by_name(const std::string& name) {
+  auto it = class_by_name_.find(name);
+  if (it != class_by_name_.end()) return it->second;
+  return class_by_name_.emplace(name, w_->define_class(name)).first->second;
+}
+
+uint32_t Recorder::vm_method(const std::string& symbol) {
+  trace::Method m;
+  m.name = text(symbol);
+  return method_id(m);
 }
 
 void Recorder::add_plab_batch(const jt_event& k, size_t size, bool has_stack) {

@@ -16,7 +16,12 @@
 #include <utility>
 #include <vector>
 
+#include <deque>
+#include <tuple>
+#include <set>
+
 #include "attach/stock_attach.h"
+#include "hotspot/method_names.h"
 #include "hotspot/stack_symbolizer.h"
 #include "jvmtrace_events.h"
 #include "trace/writer.h"
@@ -53,6 +58,28 @@ class Recorder {
   // just before the code they ran was in the map, so the new names are theirs.
   void perf_map_changed();
   bool unnamed_jit() const { return unnamed_stacks_ > 0; }
+  // alloc__sample (record --stacks on a JVM that has it): the VM's own
+  // Java frames, named through namer; the VM's native frames through
+  // symbolizer.  by_end: the probe set reports slow paths as batch records
+  // with the VM's end_ns (batched), so a sample is matched to its own slow
+  // path by that; else (combined) to the thread's next slow path.
+  void capture_samples(MethodNamer* namer, StackSymbolizer* symbolizer, bool by_end) {
+    namer_ = namer;
+    symbolizer_ = symbolizer;
+    samples_by_end_ = by_end;
+  }
+  // Writes the samples still waiting for their slow path (its record was
+  // lost, or the recording ended first): as the recording ends.
+  void flush_samples();
+  struct SampleCounts {
+    uint64_t samples = 0;          // written
+    uint64_t unmatched = 0;        // written without their slow path (lost, or after the end)
+    uint64_t frames = 0;           // Java frames written
+    uint64_t frames_unknown = 0;   // of those, of a method not named (unloaded, or the JVM gone)
+    uint64_t truncated = 0;        // samples whose stack went deeper than the VM hands over
+    uint64_t stacks_capped = 0;    // samples whose stack was new after the table's cap: written without it
+    uint64_t name_reads = 0;       // reads of the target's memory to name methods
+  } sample_counts_;
   // Events not stored, by cause (trace::LostKind): written as lost records.
   uint64_t malformed_ = 0, gc_end_unpaired_ = 0;
   uint64_t stacks_defined_ = 0, stacks_missing_ = 0, stacks_renamed_ = 0;
@@ -111,6 +138,40 @@ class Recorder {
   // collector from the vtable.  False for an end whose start came before
   // the attach.
   bool stock_gc(const jt_event& k, trace::Event* e);
+
+  // alloc__sample: a kernel record of one sample (JT_K_ALLOC_SAMPLE).
+  void add_alloc_sample(const jt_event& k, size_t size);
+  // A sample waiting for its slow path's record: its event (weight set
+  // when it is written) and the slow path's end_ns.
+  struct PendingSample {
+    trace::Event event;
+    uint64_t end_ns;
+  };
+  struct ThreadSamples {
+    std::deque<PendingSample> pending;
+    uint64_t bytes_since = 0;  // this thread's slow-path bytes since its last sample
+  };
+  // A slow path of tid has just been written: its bytes count towards the
+  // thread's next sample; a sample waiting for it is written after it.
+  void slow_path_written(uint32_t tid, const jvmtrace_alloc_record& p);
+  void write_sample(ThreadSamples* t, PendingSample* s, bool matched);
+  // The trace's method id for a method (by its names), or for an unnamed one.
+  uint32_t method_id(const trace::Method& m);
+  uint32_t unknown_method();
+  uint32_t unknown_method_ = UINT32_MAX;
+  uint32_t vm_method(const std::string& symbol);
+  // A class-table id for a class named by its text (a frame's holder).
+  uint64_t klass_id_by_name(const std::string& name);
+  std::unordered_map<std::string, uint32_t> class_by_name_;
+  // The frames' trace ids: Method* -> method id, valid while the metadata
+  // epoch is the one they were read in (epoch_).
+  std::unordered_map<uint64_t, uint32_t> method_ids_;
+  uint64_t epoch_ = ~0ull;
+  std::map<std::vector<trace::Frame>, uint32_t> java_stacks_;  // interned (capped)
+  std::map<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t>, uint32_t> methods_;  // interned by names
+  std::unordered_map<uint32_t, ThreadSamples> samples_;
+  MethodNamer* namer_ = nullptr;
+  bool samples_by_end_ = true;
 
   uint64_t text(const std::string& s) {
     auto it = texts_.find(s);

@@ -33,12 +33,13 @@
 namespace {
 
 const char* const kProbeNames[] = {
-    "tlab__refill", "alloc__slow__enter", "alloc__slow__exit", "gc__start",        "gc__end",
-    "plab__alloc",  "plab__retire",       "promote__direct",   "gc__pause__start", "gc__pause__end"};
+    "tlab__refill",     "alloc__slow__enter", "alloc__slow__exit", "gc__start",       "gc__end",
+    "plab__alloc",      "plab__retire",       "promote__direct",   "gc__pause__start", "gc__pause__end",
+    "safepoint__begin", "safepoint__end",     "alloc__sample"};
 // Argument counts, and which argument is the (signed) tid, from
 // usdt/jvmtrace.d; every other argument is unsigned.
-const int kProbeArgs[] = {7, 4, 5, 6, 6, 5, 7, 5, 6, 6};
-const int kTidArg[] = {6, 3, 4, -1, -1, 4, 6, 4, -1, -1};
+const int kProbeArgs[] = {7, 4, 5, 6, 6, 5, 7, 5, 6, 6, 4, 8, 12};
+const int kTidArg[] = {6, 3, 4, -1, -1, 4, 6, 4, -1, -1, -1, -1, 11};
 static_assert(sizeof kProbeNames / sizeof *kProbeNames == JT_PROBE_COUNT, "a name per probe");
 static_assert(sizeof kProbeArgs / sizeof *kProbeArgs == JT_PROBE_COUNT, "an argument count per probe");
 static_assert(sizeof kTidArg / sizeof *kTidArg == JT_PROBE_COUNT, "a tid position per probe");

@@ -114,7 +114,17 @@ void BlockCodec::reset() {
   ++gen_;
   have_ts_ = false;
   base_ts_ = prev_ts_ = 0;
-  tlab_end_ = gc_id_ = heap_used_ = heap_committed_ = promote_end_ = 0;
+  tlab_end_ = gc_id_ = heap_used_ = heap_committed_ = promote_end_ = safepoint_id_ = 0;
+}
+
+const char* frame_kind_name(uint8_t kind) {
+  static const char* const names[kFrameKindCount] = {"interpreted", "c1", "jit", "inlined", "native", "vm"};
+  return kind < kFrameKindCount ? names[kind] : "unknown";
+}
+
+const char* frame_kind_suffix(uint8_t kind) {
+  static const char* const suffixes[kFrameKindCount] = {"_[0]", "_[1]", "_[j]", "_[i]", "", ""};
+  return kind < kFrameKindCount ? suffixes[kind] : "";
 }
 
 BlockCodec::ThreadState& BlockCodec::thread(uint32_t index) {
@@ -134,14 +144,38 @@ void BlockCodec::put_ts(std::string* out, uint64_t ts) {
 }
 
 void BlockCodec::put_event(std::string* out, const Event& e) {
+  const uint64_t* a = e.a;
+  if (e.probe == JT_ALLOC_SAMPLE) {  // the stack tag, kind kStackSample: the thread always follows
+    out->push_back(static_cast<char>(tag_of(kStack) | kStackSample << 4));
+    put_varint(out, e.thread);
+    put_ts(out, e.ts_ns);
+    for (int i = 0; i < 5; i++) put_varint(out, a[i]);  // weight, class, alloc_bytes, outcome, stack + 1
+    return;
+  }
   const bool pause = e.probe == JT_GC_PAUSE_START || e.probe == JT_GC_PAUSE_END;
+  const bool safepoint = e.probe == JT_SAFEPOINT_BEGIN || e.probe == JT_SAFEPOINT_END;
+  const bool begins = e.probe == JT_GC_PAUSE_START || e.probe == JT_SAFEPOINT_BEGIN;
   const uint8_t probe =
-      static_cast<uint8_t>(pause ? (e.probe == JT_GC_PAUSE_START ? +JT_GC_START : +JT_GC_END) : e.probe);
+      static_cast<uint8_t>(pause || safepoint ? (begins ? +JT_GC_START : +JT_GC_END) : e.probe);
   out->push_back(static_cast<char>(probe | (e.thread < 15 ? (e.thread + 1) << 4 : 0)));
   if (e.thread >= 15) put_varint(out, e.thread);
   put_ts(out, e.ts_ns);
   ThreadState& t = thread(e.thread);
-  const uint64_t* a = e.a;
+  if (safepoint) {
+    out->push_back(static_cast<char>(kGcRecordSafepoint));
+    put_varint(out, a[0]);  // operation
+    if (e.probe == JT_SAFEPOINT_BEGIN) {  // safepoint_id, begin_ns (the VM's, near the event's), since_last_ns
+      put_delta(out, a[1], safepoint_id_);
+      safepoint_id_ = a[1];
+      put_delta(out, a[2], e.ts_ns);
+      put_varint(out, a[3]);
+    } else {  // reaching, at, total, threads, running, cleanup, safepoint_id
+      for (int i = 1; i < 7; i++) put_varint(out, a[i]);
+      put_delta(out, a[7], safepoint_id_);
+      safepoint_id_ = a[7];
+    }
+    return;
+  }
   switch (probe) {
     case JT_TLAB_REFILL: {  // start, bytes, alloc_bytes, class, (len), waste
       uint8_t flags = 0;
@@ -290,6 +324,26 @@ void BlockCodec::put_event_stack(std::string* out, uint64_t stack_plus_one) {
   put_varint(out, stack_plus_one);
 }
 
+void BlockCodec::put_method(std::string* out, uint64_t id, const Method& m) {
+  out->push_back(static_cast<char>(tag_of(kMethod) | kStackMethod << 4));
+  put_varint(out, id);
+  put_varint(out, m.klass);
+  put_varint(out, m.name);
+  put_varint(out, m.signature);
+  put_varint(out, m.file);
+}
+
+void BlockCodec::put_java_stack(std::string* out, uint64_t id, const std::vector<Frame>& frames) {
+  out->push_back(static_cast<char>(tag_of(kJavaStack) | kStackJava << 4));
+  put_varint(out, id);
+  put_varint(out, frames.size());
+  for (const Frame& f : frames) {
+    put_varint(out, f.method);
+    put_varint(out, f.line);
+    out->push_back(static_cast<char>(f.kind));
+  }
+}
+
 bool BlockCodec::get(const uint8_t** pp, const uint8_t* end, Record* r, const char** why) {
   const uint8_t* p = *pp;
   uint64_t v[6];
@@ -312,6 +366,52 @@ bool BlockCodec::get(const uint8_t** pp, const uint8_t* end, Record* r, const ch
   const uint8_t tag = *p++;
   r->type = tag & 0x0f;
   if (r->type >= kTagEvents) r->type |= 0x10;
+  if (r->type == kStack && version_ >= 3 && (tag >> 4) != kStackOfNames) {
+    switch (tag >> 4) {
+      case kStackSample: {
+        Event& e = r->event;
+        e = Event();
+        e.probe = JT_ALLOC_SAMPLE;
+        r->type = JT_ALLOC_SAMPLE;
+        GET(v[0]);
+        if (v[0] > UINT32_MAX - 1) return fail("bad thread index");
+        e.thread = static_cast<uint32_t>(v[0]);
+        if (e.thread >= threads_defined_) return fail("an event of an undefined thread");
+        if (!ts(&e.ts_ns)) return fail("a timestamp is cut off");
+        r->ts_ns = e.ts_ns;
+        for (int i = 0; i < 5; i++) GET(e.a[i]);
+        break;
+      }
+      case kStackMethod:
+        r->type = kMethod;
+        GET(r->id);
+        GET(r->method.klass);
+        GET(r->method.name);
+        GET(r->method.signature);
+        GET(r->method.file);
+        break;
+      case kStackJava: {
+        uint64_t n;
+        r->type = kJavaStack;
+        GET(r->id);
+        GET(n);
+        if (n > kMaxJavaFrames) return fail("Java stack record: too many frames");
+        r->java_frames.resize(n);
+        for (Frame& f : r->java_frames) {
+          GET(f.method);
+          GET(f.line);
+          if (p == end) return fail("Java stack record: a frame's kind is cut off");
+          f.kind = *p++;
+          if (f.kind >= kFrameKindCount) return fail("Java stack record: a frame of unknown kind");
+        }
+        break;
+      }
+      default:
+        return fail("unknown kind of stack record");
+    }
+    *pp = p;
+    return true;
+  }
   if (r->type < kTagEvents) {
     Event& e = r->event;
     e = Event();
@@ -374,8 +474,23 @@ bool BlockCodec::get(const uint8_t** pp, const uint8_t* end, Record* r, const ch
           if (what == kGcRecordPause) {
             e.probe = e.probe == JT_GC_START ? JT_GC_PAUSE_START : JT_GC_PAUSE_END;
             r->type = static_cast<uint8_t>(e.probe);
+          } else if (what == kGcRecordSafepoint && version_ >= 3) {
+            e.probe = e.probe == JT_GC_START ? JT_SAFEPOINT_BEGIN : JT_SAFEPOINT_END;
+            r->type = static_cast<uint8_t>(e.probe);
+            GET(a[0]);
+            if (e.probe == JT_SAFEPOINT_BEGIN) {
+              DELTA(a[1], safepoint_id_);
+              safepoint_id_ = a[1];
+              DELTA(a[2], e.ts_ns);
+              GET(a[3]);
+            } else {
+              for (int i = 1; i < 7; i++) GET(a[i]);
+              DELTA(a[7], safepoint_id_);
+              safepoint_id_ = a[7];
+            }
+            break;
           } else if (what != kGcRecordCollection) {
-            return fail("a GC record is neither a collection nor a pause");
+            return fail("a GC record is neither a collection, a pause nor a safepoint");
           }
         }
         DELTA(a[0], gc_id_);
@@ -492,6 +607,15 @@ const ProbeInfo& probe_info(uint16_t probe) {
       {"gc__pause__end", 6,
        {"gc_id", "name", "cause", "kind", "heap_used", "heap_committed"},
        {kNum, kStringId, kStringId, kNum, kNum, kNum}},
+      {"safepoint__begin", 4, {"operation", "safepoint_id", "begin_ns", "since_last_ns"},
+       {kStringId, kNum, kNum, kNum}},
+      {"safepoint__end", 8,
+       {"operation", "reaching_ns", "at_safepoint_ns", "total_ns", "threads", "running", "cleanup_ns",
+        "safepoint_id"},
+       {kStringId, kNum, kNum, kNum, kNum, kNum, kNum, kNum}},
+      {"alloc__sample", 5,
+       {"weight_bytes", "class", "alloc_bytes", "outcome", "stack"},
+       {kNum, kClassId, kNum, kNum, kJavaStackId}},
   };
   static const ProbeInfo kUnknown = {"unknown", 0, {}, {}};
   return probe < JT_PROBE_COUNT ? kInfo[probe] : kUnknown;

@@ -21,6 +21,8 @@ struct Record {
   uint64_t lost = 0;      // kEnd
   std::string text;       // names, kMeta lines, kEnd text
   std::vector<uint64_t> frames;  // kStack: string ids, leaf first
+  Method method;                 // kMethod (id: its id)
+  std::vector<Frame> java_frames;  // kJavaStack (id: its id), leaf first
   uint32_t bytes = 0;     // its encoded size (set by TraceReader)
   uint64_t offset = 0;    // its first byte in the file (set by TraceReader)
 };
@@ -40,6 +42,8 @@ class BlockCodec {
   static void put_meta(std::string* out, const std::string& lines);
   static void put_stack(std::string* out, uint64_t id, const std::vector<uint64_t>& frames);
   static void put_event_stack(std::string* out, uint64_t stack_plus_one);
+  static void put_method(std::string* out, uint64_t id, const Method& m);
+  static void put_java_stack(std::string* out, uint64_t id, const std::vector<Frame>& frames);
 
   // Decodes the record at *p (advanced past it).  On malformed input returns
   // false with *why set; *p then points at the record's first byte.
@@ -71,7 +75,7 @@ class BlockCodec {
   uint32_t gen_ = 1;
   bool have_ts_ = false;
   uint64_t base_ts_ = 0, prev_ts_ = 0;
-  uint64_t tlab_end_ = 0, gc_id_ = 0, heap_used_ = 0, heap_committed_ = 0, promote_end_ = 0;
+  uint64_t tlab_end_ = 0, gc_id_ = 0, heap_used_ = 0, heap_committed_ = 0, promote_end_ = 0, safepoint_id_ = 0;
   std::vector<ThreadState> threads_;
   uint64_t threads_defined_ = UINT64_MAX;  // writing: its own indices
 };
@@ -83,6 +87,7 @@ constexpr uint64_t kMaxMetaLen = 1 << 16;
 // block is written before a record could take it past kMaxPayload.
 constexpr size_t kMaxRecordBytes = 1 + 10 + kMaxMetaLen;
 static_assert(1 + 10 + 10 + 10 * kMaxStackFrames <= kMaxRecordBytes, "a stack record fits the margin");
+static_assert(1 + 10 + 10 + 21 * kMaxJavaFrames <= kMaxRecordBytes, "a Java stack record fits the margin");
 static_assert(1 + 4 * 10 + 10 + kMaxNameLen <= kMaxRecordBytes, "a name or end record fits the margin");
 static_assert(kMaxRecordBytes * 4 < kMaxPayload, "a block holds several of the largest records");
 

@@ -22,7 +22,9 @@ namespace jvmtrace::trace {
 constexpr char kFileMagic[8] = {'J', 'V', 'M', 'T', 'R', 'A', 'C', 'E'};
 // 2: gc__pause__start/end events (version 1 files read the same; a reader of
 // version 1 only refuses version 2 files instead of misreading them).
-constexpr uint32_t kVersion = 2;
+// 3: safepoints, allocation samples with their Java stacks, the method
+// table (older files read the same; older readers refuse version 3).
+constexpr uint32_t kVersion = 3;
 constexpr uint32_t kOldestVersion = 1;
 constexpr size_t kFileHeaderSize = 16;
 constexpr char kBlockMagic[4] = {'J', 'T', 'B', 'K'};
@@ -43,7 +45,11 @@ constexpr long kMaxBlockKb = kMaxPayload >> 10;
 // In memory (Record::type) an event's type is its probe (0..JT_PROBE_COUNT-1)
 // and the others are the values below: their tag nibble | 0x10.
 constexpr uint8_t kTagEvents = 8;  // tag nibbles 0..7 are events
-constexpr uint8_t kGcRecordCollection = 0, kGcRecordPause = 1;
+constexpr uint8_t kGcRecordCollection = 0, kGcRecordPause = 1, kGcRecordSafepoint = 2;
+// From version 3 on, the stack tag (14) holds a kind in its high 4 bits:
+// a stack of frame names (0, as before), a method-table entry, a Java
+// stack, or an allocation sample (an event: JT_ALLOC_SAMPLE).
+constexpr uint8_t kStackOfNames = 0, kStackMethod = 1, kStackJava = 2, kStackSample = 3;
 static_assert(JT_PROBE_COUNT <= 16, "in-memory record types 0x10.. follow the probes");
 enum RecordType : uint8_t {
   kThread = 0x18,   // varint index, varint tid, varint len, name
@@ -55,9 +61,54 @@ enum RecordType : uint8_t {
   kEnd = 0x1d,      // ts delta, varint reason, varint events, varint lost, varint len, text
   kStack = 0x1e,    // varint id, varint n, n x varint string id: a call stack, leaf first
   kEventStack = 0x1f,  // varint stack id + 1 (0: none captured): the preceding event's stack
+  // Version 3, on the stack tag with a kind in its high bits (kStackMethod,
+  // kStackJava); ids 0, 1, 2, ... in order, each its own table.
+  kMethod = 0x2e,   // varint id, varint class id + 1, varint name string id,
+                    // varint signature string id + 1, varint file string id + 1
+  kJavaStack = 0x3e,  // varint id, varint n, n x (varint method id, varint line, byte kind)
 };
 // The tag nibble of a non-event record type.
 constexpr uint8_t tag_of(RecordType t) { return static_cast<uint8_t>(t & 0x0f); }
+
+// A frame of a Java stack (kJavaStack): what ran it.  0..4 are the VM's own
+// (enum jvmtrace_frame_kind in jvmtrace_abi.h, checked in codec.cpp); the
+// rest are user space's: C++ code of the VM (libjvm.so, named from its
+// ELF symbols), and a frame that could not be named.
+enum FrameKind : uint8_t {
+  kFrameInterpreted = 0,   // async-profiler's _[0]
+  kFrameC1 = 1,            // _[1]
+  kFrameJit = 2,           // C2 (or another optimizing compiler): _[j]
+  kFrameInlined = 3,       // inlined into the frame below it: _[i]
+  kFrameNativeMethod = 4,  // a Java native method (JNI)
+  kFrameVm = 5,            // the VM's own C++ code
+  kFrameKindCount,
+};
+const char* frame_kind_name(uint8_t kind);  // "interpreted", "c1", "jit", ...
+const char* frame_kind_suffix(uint8_t kind);  // "_[0]", "_[1]", "_[j]", "_[i]", "" (flame graphs)
+struct Frame {
+  uint64_t method = 0;  // method table id
+  uint64_t line = 0;    // source line, 0 when unknown
+  uint8_t kind = 0;     // enum FrameKind
+  bool operator==(const Frame& o) const { return method == o.method && line == o.line && kind == o.kind; }
+  bool operator<(const Frame& o) const {
+    return method != o.method ? method < o.method : line != o.line ? line < o.line : kind < o.kind;
+  }
+};
+// A method-table entry: where a frame's code comes from.
+struct Method {
+  uint64_t klass = 0;      // class id + 1 (JVM form, "java/util/ArrayList"); 0: none (VM code)
+  uint64_t name = 0;       // string id: "grow"; for VM code the C++ symbol
+  uint64_t signature = 0;  // string id + 1: "(I)[Ljava/lang/Object;"; 0: none
+  uint64_t file = 0;       // string id + 1: "ArrayList.java"; 0: none
+  bool operator==(const Method& o) const {
+    return klass == o.klass && name == o.name && signature == o.signature && file == o.file;
+  }
+};
+constexpr uint64_t kMaxJavaFrames = 1024;
+// The method-table entry of a frame whose method could not be named (its
+// class was unloaded, or the JVM had exited, before the recorder read it):
+// no class, this name, kind as the VM said.
+constexpr const char* kUnknownMethodName = "[unknown method]";  // a reader rejects longer Java stacks as corrupt
 
 // Why events were lost (a kLost record's tag holds it in its high 4 bits;
 // a reader that predates the kinds reads every kind as kernel drops).
@@ -104,7 +155,8 @@ struct Event {
 };
 
 // What each slot of Event::a is, per probe, for printing.
-enum ArgKind : uint8_t { kNum, kHex, kClassId, kStringId, kUnused };
+// kJavaStackId: a Java stack id + 1 (0: none).
+enum ArgKind : uint8_t { kNum, kHex, kClassId, kStringId, kUnused, kJavaStackId };
 struct ProbeInfo {
   const char* name;
   int nargs;
@@ -130,6 +182,9 @@ inline const char* pause_kind_name(uint64_t k) {
     case JVMTRACE_PAUSE_FULL: return "full";
     case JVMTRACE_PAUSE_REMARK: return "remark";
     case JVMTRACE_PAUSE_CLEANUP: return "cleanup";
+    case JVMTRACE_PAUSE_CONCURRENT: return "concurrent";
+    case JVMTRACE_PAUSE_CONCURRENT_OLD: return "concurrent_old";
+    case JVMTRACE_PAUSE_DEGENERATED: return "degenerated";
   }
   return "?";
 }
@@ -140,6 +195,12 @@ inline const char* pause_kind_name(uint64_t k) {
 inline std::string pause_title(const std::string& name, const std::string& cause) {
   if (cause.empty() || name.find(" (" + cause + ")") != std::string::npos) return name;
   return name + " (" + cause + ")";
+}
+// An allocation sample's weight over its object's size: the objects it
+// stands for (at least 1), as pprof's alloc_objects counts them.
+inline uint64_t sample_objects(uint64_t weight_bytes, uint64_t alloc_bytes) {
+  const uint64_t n = alloc_bytes ? (weight_bytes + alloc_bytes / 2) / alloc_bytes : 1;
+  return n ? n : 1;
 }
 inline const char* slow_outcome_name(uint64_t o) {
   switch (o) {

@@ -118,6 +118,36 @@ bool TraceReader::check_record(const Record& r, std::string* why) const {
         *why = "an event of undefined string id " + std::to_string(e.a[i]);
         return false;
       }
+      if (info.kinds[i] == kJavaStackId && e.a[i] > java_stacks_.size()) {
+        *why = "an event of undefined Java stack id " + std::to_string(e.a[i] - 1);
+        return false;
+      }
+    }
+    return true;
+  }
+  if (r.type == kMethod) {
+    const Method& m = r.method;
+    if (m.klass > classes_.size() || m.name >= strings_.size() || m.signature > strings_.size() ||
+        m.file > strings_.size()) {
+      *why = "a method of an undefined class or string";
+      return false;
+    }
+    if (r.id != methods_.size()) {
+      *why = "a method with id " + std::to_string(r.id) + " where " + std::to_string(methods_.size()) + " was due";
+      return false;
+    }
+    return true;
+  }
+  if (r.type == kJavaStack) {
+    for (const Frame& f : r.java_frames)
+      if (f.method >= methods_.size()) {
+        *why = "a Java stack frame of undefined method id " + std::to_string(f.method);
+        return false;
+      }
+    if (r.id != java_stacks_.size()) {
+      *why = "a Java stack with id " + std::to_string(r.id) + " where " + std::to_string(java_stacks_.size()) +
+             " was due";
+      return false;
     }
     return true;
   }
@@ -186,13 +216,15 @@ ReadStatus TraceReader::read(const RecordFn& fn) {
     const uint8_t* p = payload.data();
     const uint8_t* end = p + len;
     const size_t threads0 = threads_.size(), classes0 = classes_.size(), strings0 = strings_.size(),
-                 stacks0 = stacks_.size();
+                 stacks0 = stacks_.size(), methods0 = methods_.size(), java_stacks0 = java_stacks_.size();
     std::vector<std::pair<uint64_t, std::vector<uint64_t>>> renamed;  // (id, frames before) of this block's renames
     auto bad = [&](const std::string& why) {
       threads_.resize(threads0);  // definitions of a rejected block do not count
       classes_.resize(classes0);
       strings_.resize(strings0);
       stacks_.resize(stacks0);
+      methods_.resize(methods0);
+      java_stacks_.resize(java_stacks0);
       for (auto it = renamed.rbegin(); it != renamed.rend(); ++it) stacks_[it->first] = it->second;  // undo renames
       return ReadStatus{ReadStatus::kCorrupt,
                         offset + kBlockHeaderSize + static_cast<uint64_t>(p - payload.data()), why};
@@ -216,6 +248,10 @@ ReadStatus TraceReader::read(const RecordFn& fn) {
         stacks_[r.id] = r.frames;
       } else if (r.type == kStack) {
         stacks_.push_back(r.frames);
+      } else if (r.type == kMethod) {
+        methods_.push_back(r.method);
+      } else if (r.type == kJavaStack) {
+        java_stacks_.push_back(r.java_frames);
       }
       else if (r.type == kEnd) {
         if (ended) return bad("a second end record");

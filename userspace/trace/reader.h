@@ -49,6 +49,9 @@ class TraceReader {
   const std::vector<std::string>& classes() const { return classes_; }
   const std::vector<std::string>& strings() const { return strings_; }
   const std::vector<std::vector<uint64_t>>& stacks() const { return stacks_; }  // string ids, leaf first
+  const std::vector<Method>& methods() const { return methods_; }
+  const std::vector<std::vector<Frame>>& java_stacks() const { return java_stacks_; }  // leaf first
+  uint32_t version() const { return version_; }
   const std::string& meta() const { return meta_; }
   // The value of key in the meta record ("" if absent), unescaped.
   std::string meta_value(const std::string& key) const;
@@ -70,6 +73,8 @@ class TraceReader {
   std::vector<ThreadInfo> threads_;
   std::vector<std::string> classes_, strings_;
   std::vector<std::vector<uint64_t>> stacks_;
+  std::vector<Method> methods_;
+  std::vector<std::vector<Frame>> java_stacks_;
   std::string meta_;
   std::vector<std::pair<std::string, std::string>> meta_fields_;
 };

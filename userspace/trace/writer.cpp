@@ -225,6 +225,23 @@ void TraceWriter::event_stack(int64_t stack) {
   record_added(0);
 }
 
+uint32_t TraceWriter::define_method(const Method& m) {
+  make_room();
+  method_defs_.push_back(m);
+  BlockCodec::put_method(&payload_, method_defs_.size() - 1, m);
+  record_added(0);
+  return static_cast<uint32_t>(method_defs_.size() - 1);
+}
+
+uint32_t TraceWriter::define_java_stack(const std::vector<Frame>& frames) {
+  make_room();
+  java_stack_defs_.push_back(frames);
+  if (java_stack_defs_.back().size() > kMaxJavaFrames) java_stack_defs_.back().resize(kMaxJavaFrames);
+  BlockCodec::put_java_stack(&payload_, java_stack_defs_.size() - 1, java_stack_defs_.back());
+  record_added(0);
+  return static_cast<uint32_t>(java_stack_defs_.size() - 1);
+}
+
 void TraceWriter::meta(const std::string& lines) {
   make_room();
   meta_ = lines;
@@ -345,6 +362,16 @@ bool TraceWriter::rotate(const std::string& path, uint64_t ts_ns) {
   for (uint32_t i = 0; i < stack_defs_.size(); i++) {
     make_room();
     BlockCodec::put_stack(&payload_, i, stack_defs_[i]);
+    record_added(0);
+  }
+  for (uint32_t i = 0; i < method_defs_.size(); i++) {
+    make_room();
+    BlockCodec::put_method(&payload_, i, method_defs_[i]);
+    record_added(0);
+  }
+  for (uint32_t i = 0; i < java_stack_defs_.size(); i++) {
+    make_room();
+    BlockCodec::put_java_stack(&payload_, i, java_stack_defs_[i]);
     record_added(0);
   }
   return true;

@@ -48,6 +48,10 @@ class TraceWriter {
   void redefine_stack(uint32_t id, const std::vector<uint64_t>& frames);
   // The stack of the event just written (stack id, or -1: none captured).
   void event_stack(int64_t stack);
+  // Method-table and Java-stack entries (version 3): ids 0, 1, 2, ... each.
+  // An allocation sample (an event) names its Java stack by id + 1.
+  uint32_t define_method(const Method& m);
+  uint32_t define_java_stack(const std::vector<Frame>& frames);
 
   void event(const Event& e);
   void lost(uint64_t ts_ns, uint64_t count, uint8_t kind = kLostRingBuffer);
@@ -101,6 +105,8 @@ class TraceWriter {
   std::vector<std::pair<uint32_t, std::string>> thread_defs_;
   std::vector<std::string> class_defs_, string_defs_;
   std::vector<std::vector<uint64_t>> stack_defs_;
+  std::vector<Method> method_defs_;
+  std::vector<std::vector<Frame>> java_stack_defs_;
 };
 
 }  // namespace jvmtrace::trace

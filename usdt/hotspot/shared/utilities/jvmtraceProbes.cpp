@@ -16,8 +16,11 @@
 #include "memory/universe.hpp"
 #include "runtime/atomic.hpp"
 #include "runtime/mutexLocker.hpp"
+#include "runtime/orderAccess.hpp"
 #include "runtime/os.hpp"
 #include "runtime/safepoint.hpp"
+#include "runtime/vmOperations.hpp"
+#include "runtime/vmThread.hpp"
 #if __has_include("runtime/javaThread.inline.hpp")   // 21+: JavaThread has its own header
 #include "runtime/javaThread.inline.hpp"
 #else
@@ -212,67 +215,151 @@ bool jvmtrace_alloc_drain_requested() {
   return JVMTRACE_ALLOC_DRAIN_ENABLED() != 0;
 }
 
+// Every thread's pending records, several threads' in one batch (one hit
+// per JVMTRACE_ALLOC_BATCH_RECORDS records, not one per thread); the
+// batches of exited threads are freed.  The VM thread at a safepoint.
+static void jvmtrace_alloc_flush_all() {
+  static JvmtraceAllocRecord staged[JVMTRACE_ALLOC_BATCH_RECORDS];
+  uint32_t n = 0;
+  JvmtraceAllocBatch* volatile* link = &jvmtrace_alloc_batches;
+  for (JvmtraceAllocBatch* b = *link; b != nullptr; b = *link) {
+    for (uint32_t i = 0; i < b->count; i++) {
+      staged[n++] = b->records[i];
+      if (n == JVMTRACE_ALLOC_BATCH_RECORDS) {
+        jvmtrace_alloc_fire(staged, n);
+        n = 0;
+      }
+    }
+    b->count = 0;
+    if (Atomic::load_acquire(&b->exited)) {
+      *link = b->next;
+      os::free(b);
+    } else {
+      link = &b->next;
+    }
+  }
+  jvmtrace_alloc_fire(staged, n);
+}
+
+// Detached: what is left is nobody's.  Every batch goes; owners see the new
+// generation and start afresh when a tracer attaches again.
+static void jvmtrace_alloc_free_all() {
+  JvmtraceAllocBatch* b = Atomic::load(&jvmtrace_alloc_batches);
+  Atomic::store(&jvmtrace_alloc_batches, (JvmtraceAllocBatch*)nullptr);
+  while (b != nullptr) {
+    JvmtraceAllocBatch* next = b->next;
+    os::free(b);
+    b = next;
+  }
+  Atomic::inc(&jvmtrace_alloc_generation);
+}
+
+// The last safepoint whose records went out (VM thread only).
+static uint64_t jvmtrace_alloc_flushed_safepoint = 0;
+
+void jvmtrace_alloc_flush_for_gc() {
+  if (Atomic::load(&jvmtrace_alloc_batches) == nullptr || !JVMTRACE_ALLOC_BATCH_ENABLED() ||
+      !SafepointSynchronize::is_at_safepoint() || !Thread::current()->is_VM_thread()) {
+    return;
+  }
+  const uint64_t id = SafepointSynchronize::safepoint_id();
+  if (jvmtrace_alloc_flushed_safepoint == id) {
+    return;  // a second collection probe in this safepoint: done already
+  }
+  jvmtrace_alloc_flushed_safepoint = id;
+  jvmtrace_alloc_flush_all();
+}
+
 void jvmtrace_alloc_at_safepoint() {
   assert(SafepointSynchronize::is_at_safepoint() && Thread::current()->is_VM_thread(),
          "owners must be stopped");
-  // The drain's time, read before the flush (and only while a tracer waits
-  // for it: a detached JVM pays nothing at its safepoints).
-  const bool drain = JVMTRACE_ALLOC_DRAIN_ENABLED() != 0;
-  const jlong flush_began_ns = drain ? os::javaTimeNanos() : 0;
-  if (Atomic::load(&jvmtrace_alloc_batches) != nullptr) {
-    if (JVMTRACE_ALLOC_BATCH_ENABLED()) {
-      // Several threads' records go out together: one hit per
-      // JVMTRACE_ALLOC_BATCH_RECORDS records, not one per thread.
-      static JvmtraceAllocRecord staged[JVMTRACE_ALLOC_BATCH_RECORDS];
-      uint32_t n = 0;
-      JvmtraceAllocBatch* volatile* link = &jvmtrace_alloc_batches;
-      for (JvmtraceAllocBatch* b = *link; b != nullptr; b = *link) {
-        for (uint32_t i = 0; i < b->count; i++) {
-          staged[n++] = b->records[i];
-          if (n == JVMTRACE_ALLOC_BATCH_RECORDS) {
-            jvmtrace_alloc_fire(staged, n);
-            n = 0;
-          }
-        }
-        b->count = 0;
-        if (Atomic::load_acquire(&b->exited)) {
-          *link = b->next;
-          os::free(b);
-        } else {
-          link = &b->next;
-        }
+  if (JVMTRACE_ALLOC_DRAIN_ENABLED()) {
+    // A tracer waits: the drain's time, read before the flush.
+    const jlong flush_began_ns = os::javaTimeNanos();
+    if (Atomic::load(&jvmtrace_alloc_batches) != nullptr) {
+      if (JVMTRACE_ALLOC_BATCH_ENABLED()) {
+        jvmtrace_alloc_flushed_safepoint = SafepointSynchronize::safepoint_id();
+        jvmtrace_alloc_flush_all();
+      } else {
+        jvmtrace_alloc_free_all();
       }
-      jvmtrace_alloc_fire(staged, n);
-    } else {
-      // Detached: what is left is nobody's.  Every batch goes; owners see
-      // the new generation and start afresh when a tracer attaches again.
-      JvmtraceAllocBatch* b = Atomic::load(&jvmtrace_alloc_batches);
-      Atomic::store(&jvmtrace_alloc_batches, (JvmtraceAllocBatch*)nullptr);
-      while (b != nullptr) {
-        JvmtraceAllocBatch* next = b->next;
-        os::free(b);
-        b = next;
-      }
-      Atomic::inc(&jvmtrace_alloc_generation);
     }
-  }
-  if (drain) {
     JVMTRACE_ALLOC_DRAIN((uint64_t)flush_began_ns);
+  } else if (!JVMTRACE_ALLOC_BATCH_ENABLED() && Atomic::load(&jvmtrace_alloc_batches) != nullptr) {
+    jvmtrace_alloc_free_all();  // once, after a detach
   }
 }
 
-// G1's used() counts the allocation regions, which only the holder of
-// Heap_lock may read (a debug build asserts an owner).  A G1 concurrent
-// cycle reports its end from the concurrent mark thread, off a safepoint and
-// without the lock, so there used_unlocked() is read instead, as G1's own
-// heap summary does.  At a safepoint the owner cannot change under us.
+bool jvmtrace_alloc_drain_due() {
+  // Not during a safepoint: SafepointTracing::begin() zeroes the end stamp,
+  // which would read as a long time since the last one.
+  return JVMTRACE_ALLOC_DRAIN_ENABLED() != 0 && !SafepointSynchronize::is_at_safepoint() &&
+         SafepointTracing::time_since_last_safepoint_ms() >= 1000;
+}
+
+void jvmtrace_force_safepoint() {
+  VM_ForceSafepoint op;
+  VMThread::execute(&op);
+}
+
+// G1's used() walks the mutator allocation regions, which only the holder
+// of Heap_lock may read, or the VM thread at a safepoint on that holder's
+// behalf (every G1 pause is a VM operation whose prologue took Heap_lock).
+// Any other thread -- G1's concurrent mark thread reporting its cycle, even
+// while a pause runs -- reads used_unlocked(), as G1's own heap summary
+// does.  ZGC's and Shenandoah's used() are atomic loads, safe anywhere.
 size_t jvmtrace_heap_used() {
   CollectedHeap* heap = Universe::heap();
 #if INCLUDE_G1GC
-  if (heap->kind() == CollectedHeap::G1 && !Heap_lock->owned_by_self() &&
-      !(SafepointSynchronize::is_at_safepoint() && Heap_lock->owner() != nullptr)) {
-    return G1CollectedHeap::heap()->used_unlocked();
+  if (heap->kind() == CollectedHeap::G1) {
+    const bool safe = Heap_lock->owned_by_self() ||
+                      (Thread::current()->is_VM_thread() && SafepointSynchronize::is_at_safepoint() &&
+                       Heap_lock->owner() != nullptr);
+    return safe ? heap->used() : G1CollectedHeap::heap()->used_unlocked();
   }
 #endif
   return heap->used();
+}
+
+void jvmtrace_pause_start(const char* title, const char* cause, uint32_t kind) {
+  jvmtrace_alloc_flush_for_gc();  // the slow paths before this pause, before its start
+  if (!JVMTRACE_GC_PAUSE_START_ENABLED()) {
+    return;
+  }
+  JVMTRACE_GC_PAUSE_START((uint32_t)GCId::current_or_undefined(), title, cause, kind,
+                          (uint64_t)jvmtrace_heap_used(), (uint64_t)Universe::heap()->capacity());
+}
+
+void jvmtrace_pause_end(const char* title, const char* cause, uint32_t kind) {
+  jvmtrace_plab_flush_all();  // the pause's PLAB records before its end
+  if (!JVMTRACE_GC_PAUSE_END_ENABLED()) {
+    return;
+  }
+  JVMTRACE_GC_PAUSE_END((uint32_t)GCId::current_or_undefined(), title, cause, kind,
+                        (uint64_t)jvmtrace_heap_used(), (uint64_t)Universe::heap()->capacity());
+}
+
+void jvmtrace_safepoint_begin(const char* operation, uint64_t safepoint_id, jlong begin_ns,
+                              jlong since_last_ns) {
+  if (JVMTRACE_SAFEPOINT_BEGIN_ENABLED()) {
+    JVMTRACE_SAFEPOINT_BEGIN(operation, safepoint_id, (uint64_t)begin_ns, (uint64_t)since_last_ns);
+  }
+}
+
+void jvmtrace_safepoint_end(const char* operation, jlong reaching_ns, jlong at_safepoint_ns,
+                            jlong total_ns, int threads, int running, jlong cleanup_ns,
+                            uint64_t safepoint_id) {
+  if (JVMTRACE_SAFEPOINT_END_ENABLED()) {
+    JVMTRACE_SAFEPOINT_END(operation, (uint64_t)reaching_ns, (uint64_t)at_safepoint_ns, (uint64_t)total_ns,
+                           (uint32_t)threads, (uint32_t)running, (uint64_t)cleanup_ns, safepoint_id);
+  }
+}
+
+// The metadata epoch (alloc__sample's epoch_addr).  Odd values never mean
+// anything special; a tracer compares it for equality only.
+volatile uint64_t jvmtrace_metadata_epoch = 1;
+
+void jvmtrace_metadata_will_be_freed() {
+  Atomic::inc(&jvmtrace_metadata_epoch);  // a full two-way fence
+  OrderAccess::fence();
 }

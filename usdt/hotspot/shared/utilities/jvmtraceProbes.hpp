@@ -76,6 +76,16 @@ void jvmtrace_plab_flush_all();
 // on (jvmtraceProbes.cpp).
 size_t jvmtrace_heap_used();
 
+// alloc__sample (jvmtraceStack.cpp): a successful slow path of jt, while
+// the probe is attached.  bytes: what it handed out (the new TLAB's size,
+// or the object's outside TLABs); r: its alloc__batch record (complete
+// whether or not alloc__batch is attached).  Samples by bytes (a random
+// interval per thread, 512 KiB on average, at most about 500 samples a
+// second in the VM) and fires the probe with the thread's own Java stack,
+// before the record is appended to the thread's batch.
+typedef struct jvmtrace_frame JvmtraceFrame;
+void jvmtrace_alloc_sample(JavaThread* jt, uint64_t bytes, const JvmtraceAllocRecord& r);
+
 // The kernel tid of t, cached by HotSpot at thread start (no syscall).
 inline int32_t jvmtrace_tid(const Thread* t) {
   const OSThread* os = t->osthread();

@@ -1,0 +1,227 @@
+/*
+ * alloc__sample (jvmtrace.d): the allocating thread's own Java stack at a
+ * sampled allocation slow path, walked by the VM itself as JFR's stack
+ * recorder walks it (vframes: interpreted, C1, C2 and inlined scopes, with
+ * their bytecode index and line), handed to the probe as an array of
+ * frames.  A tracer names the frames' Method*s from outside through
+ * gHotSpotVMStructs, and trusts a name only while jvmtrace_metadata_epoch
+ * is unchanged since the probe hit (jvmtraceHooks.hpp).
+ *
+ * One source for JDK 17, 21 and 25 (usdt/hotspot/shared/, copied into the
+ * tree by scripts/build-patched-jdk.sh).  No "precompiled.hpp": 25 passes it
+ * with -include; this file includes what it uses.
+ */
+#include "code/codeBlob.hpp"
+#include "code/debugInfoRec.hpp"
+#include "code/nmethod.hpp"
+#include "gc/shared/gc_globals.hpp"
+#include "memory/allocation.hpp"
+#include "oops/instanceKlass.hpp"
+#include "oops/klass.hpp"
+#include "oops/method.hpp"
+#include "oops/symbol.hpp"
+#include "runtime/atomic.hpp"
+#include "runtime/handles.inline.hpp"
+#include "runtime/os.hpp"
+#include "runtime/safepointVerifiers.hpp"
+#include "runtime/stackWatermarkSet.hpp"
+#include "runtime/vframe.inline.hpp"
+#if __has_include("runtime/continuationEntry.inline.hpp")  // 21+: virtual threads
+#define JVMTRACE_LOOM 1
+#endif
+#if __has_include("code/compiledMethod.hpp")  // 17, 21 (25 merged it into nmethod)
+#define JVMTRACE_COMPILED_METHOD 1
+#endif
+#include <math.h>
+#include "utilities/jvmtraceProbes.hpp"
+
+extern volatile uint64_t jvmtrace_metadata_epoch;  // jvmtraceProbes.cpp
+
+// The current thread's vframes from its last Java frame, without updating
+// the register map or processing frames for a concurrent collector (the
+// walk reads no oop of a frame: return pcs, links, the interpreter's
+// Method* and bcp, code blobs and scope data), as JFR walks.  On 21 and 25
+// a virtual thread's walk ends at its Continuation.enterSpecial; the
+// continuation's entry is read only once this thread's stack processing
+// has started (JFR's rule).
+class JvmtraceVframeStream : public vframeStreamCommon {
+#ifdef JVMTRACE_LOOM
+  static RegisterMap::WalkContinuation walk_continuation(JavaThread* jt) {
+    return ((UseZGC || UseShenandoahGC) && !StackWatermarkSet::processing_started(jt))
+               ? RegisterMap::WalkContinuation::skip
+               : RegisterMap::WalkContinuation::include;
+  }
+#endif
+ public:
+  explicit JvmtraceVframeStream(JavaThread* jt)
+#if !defined(JVMTRACE_LOOM)  // 17
+      : vframeStreamCommon(jt, false /* process_frames */)
+#elif defined(JVMTRACE_COMPILED_METHOD)  // 21
+      : vframeStreamCommon(RegisterMap(jt, RegisterMap::UpdateMap::skip, RegisterMap::ProcessFrames::skip,
+                                       walk_continuation(jt)))
+#else  // 25
+      : vframeStreamCommon(jt, RegisterMap::UpdateMap::skip, RegisterMap::ProcessFrames::skip,
+                           walk_continuation(jt))
+#endif
+  {
+    _stop_at_java_call_stub = false;
+    if (!jt->has_last_Java_frame()) {
+      _mode = at_end_mode;
+      return;
+    }
+    _frame = jt->last_frame();
+#ifdef JVMTRACE_LOOM
+    _cont_entry = jt->last_continuation();
+#endif
+    // Past the runtime stub (and any VM frame) to the first Java frame.
+    while (!fill_from_frame()) {
+      _frame = _frame.sender(&_reg_map);
+    }
+  }
+  // A scope with a caller scope in the same nmethod (JFR: the next vframe
+  // has the same frame id).
+  bool is_inlined() const {
+    return _mode == compiled_mode && _sender_decode_offset != DebugInformationRecorder::serialized_null;
+  }
+};
+
+// Fills out[0, max) leaf first; the last frame gets JVMTRACE_FRAME_TRUNCATED
+// when the stack goes on.  Each Method* has a frame on this very stack.
+static int jvmtrace_java_stack(JavaThread* jt, JvmtraceFrame* out, int max) {
+  ResetNoHandleMark rnhm;  // 21/25: the register map allocates a Handle inside a continuation
+  HandleMark hm(jt);
+  NoSafepointVerifier nsv;  // the new object is raw memory still: never a safepoint here
+  JvmtraceVframeStream vfs(jt);
+  int n = 0;
+  for (; !vfs.at_end(); vfs.next()) {
+    if (n == max) {
+      out[n - 1].flags |= JVMTRACE_FRAME_TRUNCATED;
+      break;
+    }
+    const Method* m = vfs.method();
+    JvmtraceFrame& f = out[n++];
+    uint8_t kind, flags = 0;
+    int bci = 0;
+    if (m->is_native()) {
+      kind = JVMTRACE_FRAME_NATIVE;
+    } else {
+      bci = vfs.bci();
+      if (vfs.is_interpreted_frame()) {
+        kind = JVMTRACE_FRAME_INTERPRETED;
+      } else {
+        const bool c1 = vfs.nm()->is_compiled_by_c1();
+        if (vfs.is_inlined()) {
+          kind = JVMTRACE_FRAME_INLINED;
+          if (c1) flags |= JVMTRACE_FRAME_IN_C1;
+        } else {
+          kind = c1 ? JVMTRACE_FRAME_C1 : JVMTRACE_FRAME_JIT;
+        }
+      }
+    }
+    if (m->method_holder()->is_hidden()) flags |= JVMTRACE_FRAME_HIDDEN_CLASS;
+    if (m->is_hidden()) flags |= JVMTRACE_FRAME_HIDDEN_METHOD;
+    const int line = m->is_native() ? -1 : m->line_number_from_bci(bci);
+    f.method = (uint64_t)p2i(m);
+    f.bci = bci;
+    f.line = (uint16_t)(line > 0 && line <= 0xffff ? line : 0);
+    f.kind = kind;
+    f.flags = flags;
+  }
+  return n;
+}
+
+// "package.Class.method" into buf (NUL-terminated, cut at size - 1), as
+// Klass::external_name spells a class ('/' as '.', a hidden class's last
+// '+' as '/'), from the two Symbols' bytes: no resource area, no lock.
+static void jvmtrace_format_method(const Method* m, char* buf, size_t size) {
+  const InstanceKlass* holder = m->method_holder();
+  const Symbol* k = holder->name();
+  const int klen = k->utf8_length();
+  int hidden_plus = -1;
+  if (holder->is_hidden()) {
+    for (int i = klen - 1; i >= 0; i--) {
+      if (k->char_at(i) == '+') {
+        hidden_plus = i;
+        break;
+      }
+    }
+  }
+  size_t pos = 0;
+  for (int i = 0; i < klen && pos + 1 < size; i++) {
+    const char c = k->char_at(i);
+    buf[pos++] = c == '/' ? '.' : (i == hidden_plus ? '/' : c);
+  }
+  if (pos + 1 < size) buf[pos++] = '.';
+  const Symbol* name = m->name();
+  for (int i = 0; i < name->utf8_length() && pos + 1 < size; i++) {
+    buf[pos++] = name->char_at(i);
+  }
+  buf[pos] = '\0';
+}
+
+// Sampling by bytes, as JEP 331's: each thread counts down a random
+// interval (exponential, 512 KiB on average) in the bytes its slow paths
+// hand out; when it runs out, the slow path is sampled unless the VM has
+// taken JVMTRACE_SAMPLES_PER_WINDOW in this 10 ms window already (then the
+// thread's next slow path tries again).
+static const double JVMTRACE_SAMPLE_MEAN_BYTES = 512.0 * 1024;
+static const int JVMTRACE_SAMPLES_PER_WINDOW = 5;  // about 500 a second
+static THREAD_LOCAL int64_t jvmtrace_sample_countdown = 0;
+static THREAD_LOCAL uint64_t jvmtrace_sample_rng = 0;
+static volatile jlong jvmtrace_sample_window = 0;
+static volatile int jvmtrace_sample_window_used = 0;
+
+static int64_t jvmtrace_next_interval() {
+  uint64_t x = jvmtrace_sample_rng != 0 ? jvmtrace_sample_rng : ((uint64_t)os::javaTimeNanos() | 1);
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  jvmtrace_sample_rng = x;
+  const double u = (double)(x >> 11) * (1.0 / 9007199254740992.0);  // [0, 1)
+  return (int64_t)(-log(1.0 - u) * JVMTRACE_SAMPLE_MEAN_BYTES) + 1;
+}
+
+static bool jvmtrace_within_rate() {  // approximate: a race costs a sample more or less
+  const jlong w = os::javaTimeNanos() / (10 * NANOSECS_PER_MILLISEC);
+  const jlong seen = Atomic::load(&jvmtrace_sample_window);
+  if (seen != w && Atomic::cmpxchg(&jvmtrace_sample_window, seen, w) == seen) {
+    Atomic::store(&jvmtrace_sample_window_used, 0);
+  }
+  return Atomic::add(&jvmtrace_sample_window_used, 1) <= JVMTRACE_SAMPLES_PER_WINDOW;
+}
+
+// The frames and the leaf's name on this function's own stack (valid while
+// the probe fires), not on the caller's hot path.
+NOINLINE static void jvmtrace_fire_sample(JavaThread* jt, uint64_t weight, const JvmtraceAllocRecord& r) {
+  JvmtraceFrame frames[JVMTRACE_SAMPLE_MAX_FRAMES];
+  char method[256];
+  method[0] = '\0';
+  int n = 0;
+  // Near a stack overflow (whose error allocates too) the walk is left out.
+  if (jt->stack_overflow_state()->stack_available(os::current_stack_pointer()) >= 64 * K) {
+    n = jvmtrace_java_stack(jt, frames, JVMTRACE_SAMPLE_MAX_FRAMES);
+    if (n > 0) {  // the allocation site: the leaf-most Java frame, a native method's too
+      jvmtrace_format_method((const Method*)(uintptr_t)frames[0].method, method, sizeof method);
+    }
+  }
+  JVMTRACE_ALLOC_SAMPLE(method, weight, (const char*)r.class_name, r.class_name_len, r.alloc_bytes,
+                        (uint32_t)r.outcome, (uint64_t)p2i(frames), (uint32_t)n,
+                        (uint32_t)sizeof(JvmtraceFrame), r.end_ns, (uint64_t)p2i(&jvmtrace_metadata_epoch),
+                        jvmtrace_tid(jt));
+}
+
+void jvmtrace_alloc_sample(JavaThread* jt, uint64_t bytes, const JvmtraceAllocRecord& r) {
+  static THREAD_LOCAL uint64_t weight = 0;
+  if (jvmtrace_sample_countdown == 0) {
+    jvmtrace_sample_countdown = jvmtrace_next_interval();
+  }
+  weight += bytes;
+  jvmtrace_sample_countdown -= (int64_t)bytes;
+  if (jvmtrace_sample_countdown > 0 || !jvmtrace_within_rate()) {
+    return;
+  }
+  jvmtrace_sample_countdown = jvmtrace_next_interval();
+  const uint64_t w = weight;
+  weight = 0;
+  jvmtrace_fire_sample(jt, w, r);
+}

@@ -1,0 +1,75 @@
+// Names of the VM's Method* pointers, read from outside as the
+// Serviceability Agent reads them: through the offsets HotSpot exports in
+// gHotSpotVMStructs / gHotSpotVMTypes, with process_vm_readv, never by
+// running anything in or from the target.  A Method* comes from an
+// alloc__sample probe (usdt/jvmtrace.d); it names a method alive at that
+// probe hit.
+//
+//   Method::_constMethod -> ConstMethod::_constants (ConstantPool*),
+//                           ConstMethod::_name_index, _signature_index
+//   ConstantPool::_pool_holder -> Klass::_name (Symbol*)
+//   ConstantPool::_source_file_name_index
+//   a constant-pool slot i: ((intptr_t*)(cp + sizeof(ConstantPool)))[i]
+//   Symbol::_length (u2), Symbol::_body (the UTF-8 bytes)
+//
+// Everything read is the target's to choose: every pointer is only ever
+// used as an address in the target, every index is checked against the
+// pool's _length, every name is cut at a bound.  Whether what was read is
+// still what the probe saw is the caller's to check (the metadata epoch).
+#pragma once
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+#include "hotspot/elf_symbols.h"
+
+namespace jvmtrace {
+
+struct MethodInfo {
+  std::string klass;      // "java/util/ArrayList"
+  std::string name;       // "grow"
+  std::string signature;  // "(I)[Ljava/lang/Object;"
+  std::string file;       // "ArrayList.java", or "" (no SourceFile attribute)
+};
+
+class MethodNamer {
+ public:
+  // The offsets of the HotSpot in pid (libjvm's symbols, load bias); false
+  // with *error if the tables lack a field this needs.
+  bool init(pid_t pid, const ElfSymbols& libjvm, uint64_t bias, std::string* error);
+  bool ready() const { return pid_ != 0; }
+
+  // The names of the method at address method; false if any part is
+  // unreadable (the JVM is gone, or the pointer names no method).
+  bool read(uint64_t method, MethodInfo* out);
+  // The u64 at addr in the target (the metadata epoch).
+  bool read_u64(uint64_t addr, uint64_t* v) const;
+
+  // Forget every cached name: what they were read from may be freed (the
+  // metadata epoch moved).
+  void forget() { symbols_.clear(); pools_.clear(); }
+  uint64_t reads() const { return reads_; }
+
+ private:
+  bool read_bytes(uint64_t addr, void* dst, size_t n) const;
+  bool symbol(uint64_t addr, std::string* out);
+  bool pool_symbol(uint64_t cp, uint32_t pool_length, uint32_t index, std::string* out);
+  struct Pool {
+    uint32_t length = 0;
+    std::string klass, file;
+  };
+  bool pool(uint64_t cp, Pool* out);
+
+  pid_t pid_ = 0;
+  uint64_t method_const_ = 0, const_constants_ = 0, const_name_ = 0, const_sig_ = 0;
+  uint64_t pool_holder_ = 0, pool_length_ = 0, pool_source_ = 0, pool_size_ = 0;
+  uint64_t klass_name_ = 0, symbol_length_ = 0, symbol_body_ = 0;
+  // Within one epoch: Symbol* -> text, ConstantPool* -> its class and file.
+  std::unordered_map<uint64_t, std::string> symbols_;
+  std::unordered_map<uint64_t, Pool> pools_;
+  mutable uint64_t reads_ = 0;
+};
+
+}  // namespace jvmtrace
