@@ -103,6 +103,47 @@ int gc__pause__end(struct pt_regs *ctx)
 	return 0;
 }
 
+/* Safepoints by operation (the address of its static name). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u64);
+	__type(value, struct jt_safepoint_val);
+} safepoint_ops SEC(".maps");
+
+/* safepoint__end(operation, reaching_ns, at_safepoint_ns, total_ns, threads,
+ * running, cleanup_ns, safepoint_id): the VM's own figures. */
+SEC("usdt")
+int safepoint__end(struct pt_regs *ctx)
+{
+	__u64 op = arg(ctx, 0), reach = arg(ctx, 1), at = arg(ctx, 2), total = arg(ctx, 3);
+	struct jt_safepoint_val *v = bpf_map_lookup_elem(&safepoint_ops, &op);
+
+	count(JT_C_SAFEPOINTS, 1);
+	count(JT_C_SAFEPOINT_NS, total);
+	hist(JT_H_SAFEPOINT_REACH_US, reach / 1000);
+	hist(JT_H_SAFEPOINT_AT_US, at / 1000);
+	if (!v) {
+		struct jt_safepoint_val zero = {};
+
+		bpf_map_update_elem(&safepoint_ops, &op, &zero, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&safepoint_ops, &op);
+		if (!v) {
+			count(JT_C_SAFEPOINT_OPS_FULL, 1);
+			return 0;
+		}
+	}
+	v->count++;
+	v->reach_ns += reach;
+	v->at_ns += at;
+	v->total_ns += total;
+	if (reach > v->reach_max_ns)
+		v->reach_max_ns = reach;
+	if (total > v->total_max_ns)
+		v->total_max_ns = total;
+	return 0;
+}
+
 /* plab__alloc(gc_id, plab_start, plab_bytes, dest, tid) */
 SEC("usdt")
 int plab__alloc(struct pt_regs *ctx)

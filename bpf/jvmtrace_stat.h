@@ -28,6 +28,15 @@ enum jt_hist {
 	 * user space shows them as the young and full pauses then. */
 	JT_H_GC_YOUNG_US,
 	JT_H_GC_FULL_US,
+	/* gc__pause__start -> end of ZGC's and Shenandoah's pauses (kinds 4 and
+	 * 5: a concurrent collection's, young or old), and Shenandoah's
+	 * degenerated ones (kind 6) */
+	JT_H_PAUSE_CONCURRENT_US,
+	JT_H_PAUSE_DEGENERATED_US,
+	/* safepoint__end: the time to reach the safepoint, and the time at it
+	 * (the VM's own figures, the same as -Xlog:safepoint's), microseconds */
+	JT_H_SAFEPOINT_REACH_US,
+	JT_H_SAFEPOINT_AT_US,
 	JT_HIST_COUNT,
 };
 
@@ -66,7 +75,22 @@ enum jt_counter {
 	JT_C_ALLOC_RECORDS_LOST, /* alloc__batch records that could not be read: a drop */
 	JT_C_ALLOC_RECORDS_OUTSIDE, /* alloc__batch records of slow paths that ended before the
 	                          * attach or after the end: not counted (not a drop) */
+	JT_C_SAFEPOINTS,         /* safepoint__end: safepoints that ended */
+	JT_C_SAFEPOINT_NS,       /* their total time (begin to end), ns */
+	JT_C_SAFEPOINT_OPS_FULL, /* safepoints of an operation not remembered (safepoint_ops full) */
 	JT_COUNTER_COUNT,
+};
+
+/* Per safepoint operation, keyed by the address of its name (HotSpot's
+ * static VM_Operation name table: stable for the JVM's life); user space
+ * reads each name once. */
+struct jt_safepoint_val {
+	__u64 count;
+	__u64 reach_ns;          /* sums */
+	__u64 at_ns;
+	__u64 total_ns;
+	__u64 reach_max_ns;      /* and maxima */
+	__u64 total_max_ns;
 };
 
 /* Per allocating thread. */
@@ -103,5 +127,6 @@ JVMTRACE_ABI_ASSERT(sizeof(struct jt_hist_val) == 8 * (JT_HIST_SLOTS + 1), "jt_h
 JVMTRACE_ABI_ASSERT(sizeof(struct jt_thread_val) == 32, "jt_thread_val");
 JVMTRACE_ABI_ASSERT(sizeof(struct jt_class_val) == 40, "jt_class_val");
 JVMTRACE_ABI_ASSERT(sizeof(struct jt_new_key) == 16, "jt_new_key");
+JVMTRACE_ABI_ASSERT(sizeof(struct jt_safepoint_val) == 48, "jt_safepoint_val");
 
 #endif /* JVMTRACE_STAT_H */

@@ -229,7 +229,8 @@ static __always_inline void stat_pause_end(__u32 gc_id, __u32 kind)
 		return;
 	}
 	hist(kind == JVMTRACE_PAUSE_YOUNG ? JT_H_PAUSE_YOUNG_US : kind == JVMTRACE_PAUSE_FULL ? JT_H_PAUSE_FULL_US :
-	     kind == JVMTRACE_PAUSE_REMARK ? JT_H_PAUSE_REMARK_US : JT_H_PAUSE_CLEANUP_US,
+	     kind == JVMTRACE_PAUSE_REMARK ? JT_H_PAUSE_REMARK_US : kind == JVMTRACE_PAUSE_CLEANUP ? JT_H_PAUSE_CLEANUP_US :
+	     kind == JVMTRACE_PAUSE_DEGENERATED ? JT_H_PAUSE_DEGENERATED_US : JT_H_PAUSE_CONCURRENT_US,
 	     (bpf_ktime_get_ns() - *start) / 1000);
 	bpf_map_delete_elem(&gc_inflight, &key);
 }

@@ -361,3 +361,58 @@ def pause_title(name, cause):
     """A pause as -Xlog:gc titles it: the cause after HotSpot's title,
     unless the title has it (G1's young pauses from JDK 21 on)."""
     return name + (f" ({cause})" if cause and f" ({cause})" not in name else "")
+
+
+# Every stop-the-world pause line of -Xlog:gc* (default decorations), on
+# every collector: G1, Parallel, Serial and Shenandoah print them at
+# [info][gc] ("GC(5) Pause Init Mark (unload classes) 0.213ms", heap figures
+# for some), ZGC at [info][gc,phases] with generational ZGC's "y:", "Y:" or
+# "O:" tag before the title.  Shenandoah's exit table ([gc,stats]) and the
+# [gc,start] lines are not pauses: the decoration tells.
+ANY_PAUSE_GC_RE = re.compile(r"^\[(\d+\.\d+)s\]\[info\]\[gc\s*\] GC\((\d+)\) (Pause .*?)"
+                             r"(?: (\d+)M->(\d+)M\((\d+)M\))? (\d+\.\d+)ms$")
+ANY_PAUSE_ZGC_RE = re.compile(r"^\[(\d+\.\d+)s\]\[info\]\[gc,phases\s*\] GC\((\d+)\) (?:([yYO]): )?(Pause .*?) "
+                              r"(\d+\.\d+)ms$")
+
+
+def parse_all_pauses(text):
+    """Every pause line of -Xlog:gc* as dicts: gc_id, title (as printed, the
+    cause in it for G1/Parallel/Serial), tag ("y", "Y", "O" or None), ms,
+    and for lines that print them before/after/committed MiB."""
+    out = []
+    for line in text.splitlines():
+        m = ANY_PAUSE_GC_RE.match(line)
+        if m:
+            out.append({"uptime": float(m.group(1)), "gc_id": int(m.group(2)), "title": m.group(3), "tag": None,
+                        "ms": float(m.group(7)),
+                        "heap": tuple(int(x) for x in m.group(4, 5, 6)) if m.group(4) else None})
+            continue
+        m = ANY_PAUSE_ZGC_RE.match(line)
+        if m:
+            out.append({"uptime": float(m.group(1)), "gc_id": int(m.group(2)), "title": m.group(4),
+                        "tag": m.group(3), "ms": float(m.group(5)), "heap": None})
+    return out
+
+
+# Every line of -Xlog:safepoint (17: with Cleanup; 21: with Cleanup and
+# Leaving; 25: no Cleanup, Leaving and the thread counts).
+SAFEPOINT_LINE_RE = re.compile(
+    r'^\[(\d+\.\d+)s\]\[info\]\[safepoint\s*\] Safepoint "([^"]+)", Time since last: (\d+) ns, '
+    r"Reaching safepoint: (\d+) ns, (?:Cleanup: (\d+) ns, )?At safepoint: (\d+) ns, "
+    r"(?:Leaving safepoint: (\d+) ns, )?Total: (\d+) ns(?:, Threads: (\d+) runnable, (\d+) total)?$")
+
+
+def parse_safepoints(text):
+    """Every safepoint line as dicts: operation, reaching_ns, cleanup_ns,
+    at_safepoint_ns, leaving_ns, total_ns (None where the line has no such
+    field), running and threads (25 only)."""
+    out = []
+    for line in text.splitlines():
+        m = SAFEPOINT_LINE_RE.match(line)
+        if not m:
+            continue
+        num = lambda g: int(m.group(g)) if m.group(g) is not None else None
+        out.append({"uptime": float(m.group(1)), "operation": m.group(2), "since_last_ns": num(3),
+                    "reaching_ns": num(4), "cleanup_ns": num(5), "at_safepoint_ns": num(6), "leaving_ns": num(7),
+                    "total_ns": num(8), "running": num(9), "threads": num(10)})
+    return out

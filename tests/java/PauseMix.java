@@ -7,7 +7,8 @@ import java.util.List;
  * to most of the heap while short-lived objects churn (G1 concurrent cycles
  * with Remark and Cleanup, Parallel and Serial full collections, Serial's
  * young collections given up as "promotion not safe"), humongous arrays (G1),
- * and explicit System.gc() calls, then the live set dropped and grown again.
+ * and explicit System.gc() calls, then the live set dropped and grown again;
+ * and a thread dump each round (a safepoint that is no collection).
  *
  * Last, an old generation kept nearly full while a sliding window of objects
  * survives young collections: Serial then finds promotion "not safe", gives
@@ -23,6 +24,9 @@ public class PauseMix {
         TestSupport.awaitGo();
         long checksum = 0;
         for (int r = 0; r < rounds; r++) {
+            // A safepoint that is no collection (VM_ThreadDump), every round.
+            checksum += java.lang.management.ManagementFactory.getThreadMXBean()
+                            .dumpAllThreads(true, true).length > 0 ? 1 : 0;
             List<byte[]> live = new ArrayList<>();
             long liveBytes = 0;
             int i = 0;

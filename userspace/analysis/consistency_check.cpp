@@ -54,6 +54,7 @@ void ConsistencyCheck::add(const trace::Record& r) {
   if (r.type == trace::kMeta) {
     stock_ = reader_.meta_value("mode") == "stock";
     pause_probes_ = reader_.meta_value("pause_probes") == "1";
+    safepoint_probes_ = reader_.meta_value("safepoint_probes") == "1";
     cycle_known_ = pause_probes_;  // the pauses show what a concurrent cycle frees
     const std::string region = reader_.meta_value("heap_region_bytes");
     region_ = region.empty() ? 0 : std::strtoull(region.c_str(), nullptr, 10);
@@ -74,6 +75,8 @@ void ConsistencyCheck::add(const trace::Record& r) {
     case JT_PROMOTE_DIRECT: return promote_direct(r);
     case JT_GC_PAUSE_START: return pause_start(r);
     case JT_GC_PAUSE_END: return pause_end(r);
+    case JT_SAFEPOINT_BEGIN: return safepoint_begin(r);
+    case JT_SAFEPOINT_END: return safepoint_end(r);
   }
 }
 
@@ -88,6 +91,7 @@ void ConsistencyCheck::lost(const trace::Record& r) {
   stretch_lost_ = true;
   fresh_pause_lost_ = true;
   pause_open_ = have_pause_ = false;
+  safepoint_open_ = have_safepoint_ = false;
 }
 
 void ConsistencyCheck::tlab_refill(const trace::Record& r) {
@@ -200,6 +204,9 @@ void ConsistencyCheck::gc_start(const trace::Record& r) {
   }
   if (!have_first_start_) have_first_start_ = true, first_start_id_ = id;
   if (reader_.strings()[a[1]].compare(0, 2, "G1") == 0) g1_ = true;
+  const std::string& collector = reader_.strings()[a[1]];
+  if (collector == "Z" || collector.compare(0, 3, "ZGC") == 0 || collector == "Shenandoah")
+    concurrent_collector_ = true;
   if (kind == JVMTRACE_GC_CONCURRENT) {  // a concurrent cycle
     if (!cycle_known_) {  // none was running when the recording began
       cycle_known_ = true;
@@ -286,6 +293,10 @@ void ConsistencyCheck::close_stretch(const trace::Record& r, uint64_t to_gc, con
       s.checked = false;  // a concurrent cycle's Remark or Cleanup may lie in it
       undecided_++;
     }
+    if (s.checked && concurrent_collector_) {
+      s.checked = false;  // ZGC and Shenandoah free memory between their pauses
+      growth_unchecked_++;
+    }
     if (s.checked) {
       ran("gc.heap_growth");
       const uint64_t limit = slack_bytes_ + static_cast<uint64_t>(options_.growth_slack_ratio * s.allocated);
@@ -341,6 +352,15 @@ std::string ConsistencyCheck::pause_what(uint64_t id, uint64_t name) const {
 void ConsistencyCheck::pause_start(const trace::Record& r) {
   const uint64_t* a = r.event.a;
   const uint64_t id = a[0], kind = a[3];
+  if (kind >= JVMTRACE_PAUSE_CONCURRENT) concurrent_collector_ = true;
+  // Every pause runs at a safepoint: within its begin and end.
+  if (safepoint_probes_) {
+    ran("pause.in_safepoint");
+    if (!safepoint_open_) {
+      if (!have_safepoint_) pauses_outside_safepoint_++;  // its safepoint began before the recording
+      else violation(r, "pause.in_safepoint", "pause " + pause_what(id, a[1]) + " starts outside any safepoint");
+    }
+  }
   ran("pause.one_at_a_time");
   if (pause_open_)
     violation(r, "pause.one_at_a_time",
@@ -374,6 +394,47 @@ void ConsistencyCheck::pause_end(const trace::Record& r) {
   pause_open_ = false;
   have_pause_ = true;
   open_stretch(id, pause_what(id, a[1]), a[4]);
+}
+
+// Safepoints come one at a time (the VM thread runs them), each begin
+// followed by its end with the same id, and their figures add up: the
+// time to reach them, the cleanup and the time at them lie within the
+// total (the rest is leaving, 21 on).
+void ConsistencyCheck::safepoint_begin(const trace::Record& r) {
+  const uint64_t* a = r.event.a;  // operation, id, begin_ns, since_last_ns
+  ran("safepoint.paired");
+  // A safepoint that ends the VM ("Halt", "Exit") has no end: only the last may be open.
+  if (safepoint_open_)
+    violation(r, "safepoint.paired",
+              "safepoint " + num(a[1]) + " (" + reader_.strings()[a[0]] + ") begins while safepoint " +
+                  num(safepoint_id_) + " (offset " + num(safepoint_offset_) + ") is open");
+  ran("safepoint.id_order");
+  if (have_safepoint_ && a[1] <= safepoint_id_)
+    violation(r, "safepoint.id_order", "safepoint " + num(a[1]) + " begins after safepoint " + num(safepoint_id_));
+  safepoint_open_ = have_safepoint_ = true;
+  safepoint_id_ = a[1];
+  safepoint_offset_ = r.offset;
+}
+
+void ConsistencyCheck::safepoint_end(const trace::Record& r) {
+  const uint64_t* a = r.event.a;  // operation, reaching, at, total, threads, running, cleanup, id
+  ran("safepoint.paired");
+  if (!safepoint_open_) {
+    if (!have_safepoint_) safepoints_before_++;
+    else violation(r, "safepoint.paired", "safepoint " + num(a[7]) + " ends without having begun");
+  } else if (a[7] != safepoint_id_) {
+    violation(r, "safepoint.paired",
+              "safepoint " + num(a[7]) + " ends the safepoint that began as " + num(safepoint_id_));
+  }
+  ran("safepoint.figures");
+  if (a[1] + a[2] + a[6] > a[3] || a[5] > a[4])
+    violation(r, "safepoint.figures",
+              "safepoint " + num(a[7]) + ": reaching " + num(a[1]) + " + cleanup " + num(a[6]) + " + at " + num(a[2]) +
+                  " ns exceed its total " + num(a[3]) + " ns, or " + num(a[5]) + " of " + num(a[4]) +
+                  " threads were running");
+  safepoint_open_ = false;
+  have_safepoint_ = true;
+  safepoint_id_ = a[7];
 }
 
 void ConsistencyCheck::plab_alloc(const trace::Record& r) {
@@ -445,8 +506,18 @@ void ConsistencyCheck::finish() {
     notes_.push_back(num(undecided_) + " stretch(es) between pauses were not checked against the heap's growth: a G1 "
                      "concurrent cycle ran in them (or may have), whose Remark and Cleanup pauses free memory, and "
                      "this trace has no pause probes to show them");
+  if (growth_unchecked_)
+    notes_.push_back(num(growth_unchecked_) + " stretch(es) between pauses were not checked against the heap's growth: "
+                     "ZGC and Shenandoah free memory concurrently, between their pauses; their TLABs are taken as "
+                     "retired at every pause, and their PLABs (GCLABs, relocation) are not traced");
   if (pauses_before_)
     notes_.push_back(num(pauses_before_) + " pause(s) had started before the recording (or segment)");
+  if (safepoints_before_ || pauses_outside_safepoint_)
+    notes_.push_back(num(safepoints_before_) + " safepoint(s) had begun before the recording (or segment); " +
+                     num(pauses_outside_safepoint_) + " pause(s) in them were not checked against their safepoint");
+  if (safepoint_open_)
+    notes_.push_back("safepoint " + num(safepoint_id_) + " had not ended when the recording did (a safepoint that "
+                     "ends the VM never does)");
   if (abandoned_young_)
     notes_.push_back(num(abandoned_young_) + " Serial young collection(s) were given up (promotion not safe) and "
                      "reported a start without an end (HotSpot 17); the full collection that followed was checked");

@@ -129,6 +129,14 @@ class ConsistencyCheck {
   uint64_t undecided_ = 0;            // stretches a concurrent cycle overlapped
   std::vector<Violation> pending_;    // "grew less" findings waiting for cycle_known_
   uint64_t abandoned_young_ = 0;
+  // ZGC or Shenandoah: they free memory concurrently, between their pauses.
+  bool concurrent_collector_ = false;
+  uint64_t growth_unchecked_ = 0;  // stretches left unchecked for that
+  // Safepoints (safepoint__begin/end): the open one, if any.
+  bool safepoint_probes_ = false, safepoint_open_ = false, have_safepoint_ = false;
+  uint64_t safepoint_id_ = 0, safepoint_offset_ = 0, safepoints_before_ = 0, pauses_outside_safepoint_ = 0;
+  void safepoint_begin(const trace::Record& r);
+  void safepoint_end(const trace::Record& r);
   bool g1_ = false;                   // a G1 collection was seen      // Serial (JDK 17): a young collection given up, no gc__end
   uint64_t region_ = 0;  // G1's region size, 0 if not G1 or not known
   uint64_t slack_bytes_ = 0;

@@ -8,11 +8,20 @@
 #include <memory>
 
 #include "jvmtrace_events.h"
+#include "analysis/java_frames.h"
 #include "analysis/svg_plot.h"
 
 namespace jvmtrace::analysis {
 
 void FlameGraph::add(const trace::Record& r) {
+  if (!decided_ && r.type != trace::kMeta) {  // the meta record comes first: it says which stacks
+    decided_ = true;
+    vm_stacks_ = reader_.meta_value("stacks") == "vm";
+  }
+  if (vm_stacks_) {
+    profile_.add(r);
+    return;
+  }
   if (r.type == trace::kEventStack) {
     flush_pending(static_cast<int64_t>(r.id) - 1);
     return;
@@ -45,13 +54,40 @@ void FlameGraph::flush_pending(int64_t stack) {
 // Stacks are named when the whole trace has been read: a stack may be
 // renamed later in the trace (the recorder learned its JIT code's names),
 // and the last names hold for all its events.
+namespace {
+// Frame names must not contain the separator.
+std::string clean(std::string s) {
+  std::replace(s.begin(), s.end(), ';', ':');
+  return s;
+}
+}  // namespace
+
+void FlameGraph::finish_samples() {
+  for (const auto& [k, w] : profile_.weights(thread_roots_)) {
+    std::string line;
+    if (thread_roots_) line = clean(reader_.threads()[k.thread].name) + ";";
+    if (k.stack == 0) {
+      line += "[no stack];";
+      without_stack_ += w.bytes;
+    } else {
+      const auto& frames = reader_.java_stacks()[k.stack - 1];  // leaf first
+      for (auto it = frames.rbegin(); it != frames.rend(); ++it) line += clean(frame_label(reader_, *it)) + ";";
+    }
+    line += clean(reader_.classes()[k.klass]) + (k.outside ? "_[k]" : "_[i]");
+    collapsed_[line] += w.bytes;
+    total_ += w.bytes;
+  }
+  for (const auto& [thread, bytes] : profile_.unsampled_by_thread()) {
+    std::string line;
+    if (thread_roots_) line = clean(reader_.threads()[thread].name) + ";";
+    collapsed_[line + "[not sampled: allocated after the thread's last sample]"] += bytes;
+    total_ += bytes;
+  }
+}
+
 void FlameGraph::finish() {
+  if (vm_stacks_) return finish_samples();
   flush_pending(-1);
-  // Frame names must not contain the separator.
-  auto clean = [](std::string s) {
-    std::replace(s.begin(), s.end(), ';', ':');
-    return s;
-  };
   for (const auto& [key, bytes] : weights_) {
     const auto& [thread, stack, leaf] = key;
     std::string line;
@@ -88,9 +124,10 @@ struct Node {
   std::map<std::string, std::unique_ptr<Node>> children;
 };
 
-// A frame's colour by what it is: Java (JIT) green, the allocated class
-// blue (new TLAB) or purple (outside), HotSpot C++ yellow, other native
-// code red, unknown grey; the name varies the shade a little.
+// A frame's colour by what it is: Java JIT-compiled green (C1's a paler
+// green, interpreted ones teal), inlined frames and the allocated class in
+// a new TLAB blue, the class outside TLABs purple, HotSpot C++ yellow,
+// other native code red, unknown grey; the name varies the shade a little.
 std::string colour(const std::string& name) {
   const uint32_t h = static_cast<uint32_t>(std::hash<std::string>{}(name));
   const int v = static_cast<int>(h % 40);
@@ -100,6 +137,8 @@ std::string colour(const std::string& name) {
     return name.size() >= n && name.compare(name.size() - n, n, s) == 0;
   };
   if (ends("_[j]")) std::snprintf(b, sizeof b, "rgb(%d,%d,%d)", 60 + v, 180 + v / 2, 70 + v);
+  else if (ends("_[1]")) std::snprintf(b, sizeof b, "rgb(%d,%d,%d)", 130 + v, 210 + v / 2, 120 + v);
+  else if (ends("_[0]")) std::snprintf(b, sizeof b, "rgb(%d,%d,%d)", 60 + v, 190 + v / 2, 180 + v);
   else if (ends("_[i]")) std::snprintf(b, sizeof b, "rgb(%d,%d,%d)", 70 + v, 140 + v, 220);
   else if (ends("_[k]")) std::snprintf(b, sizeof b, "rgb(%d,%d,%d)", 170 + v, 100 + v, 220);
   else if (name[0] == '[') std::snprintf(b, sizeof b, "rgb(%d,%d,%d)", 170 + v / 2, 170 + v / 2, 170 + v / 2);

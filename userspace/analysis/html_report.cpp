@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "analysis/java_frames.h"
 #include "analysis/svg_plot.h"
 
 namespace jvmtrace::analysis {
@@ -30,7 +31,8 @@ td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
 svg.chart { display: block; } .grid { stroke: #eee; } .axis { stroke: #888; }
 .tick { font-size: 11px; fill: #555; } .label { font-size: 12px; fill: #333; }
 .mark { fill: #4878a8; } .mark.young { fill: #4878a8; } .mark.full { fill: #c8504a; } .mark.concurrent { fill: #9a9a3a; }
-.mark.remark { fill: #8a5cb0; } .mark.cleanup { fill: #3aa0a0; }
+.mark.remark { fill: #8a5cb0; } .mark.cleanup { fill: #3aa0a0; } .mark.concurrent_old { fill: #6a8a2a; }
+.mark.degenerated { fill: #e08a20; }
 .mark.old { fill: #d98b2b; } .mark.hbar { fill: #5a9a68; }
 .mark.line { fill: none; stroke: #4878a8; stroke-width: 1.5; } .mark.line.committed { stroke: #aaa; stroke-dasharray: 4 3; }
 .span { fill: #c8504a; opacity: .18; }
@@ -136,13 +138,14 @@ std::string html_report(TraceSummary& sum, const Derived& d, const trace::ReadSt
     }
     a.y_max = a.y_max > 0 ? a.y_max * 1.1 : 1;
     h += "<h2>GC pauses</h2>\n";
-    if (!pause_probes)
-      h += std::string("<p class=\"note\">") +
-           (stock ? "Stock mode" : "This JVM's patch predates the pause probes") +
-           ": each young or full collection stands for its pause; G1 Remark and Cleanup pauses are not seen.</p>\n";
-    h += "<figure id=\"plot-gc-pauses\">" + svg::bar_chart("gc-pauses", a, bars) +
-         legend({{"#4878a8", "young"}, {"#c8504a", "full"}, {"#8a5cb0", "remark"}, {"#3aa0a0", "cleanup"}}) +
-         "</figure>\n";
+    const std::string unseen = sum.unseen_pauses();
+    if (!unseen.empty()) h += "<p class=\"note\">Not every pause is seen: " + escape(unseen) + ".</p>\n";
+    std::vector<std::pair<std::string, std::string>> keys = {
+        {"#4878a8", "young"}, {"#c8504a", "full"}, {"#8a5cb0", "remark"}, {"#3aa0a0", "cleanup"}};
+    if (d.pause_ns[JVMTRACE_PAUSE_CONCURRENT].n) keys.push_back({"#9a9a3a", "concurrent collector's"});
+    if (d.pause_ns[JVMTRACE_PAUSE_CONCURRENT_OLD].n) keys.push_back({"#6a8a2a", "concurrent, old generation"});
+    if (d.pause_ns[JVMTRACE_PAUSE_DEGENERATED].n) keys.push_back({"#e08a20", "degenerated"});
+    h += "<figure id=\"plot-gc-pauses\">" + svg::bar_chart("gc-pauses", a, bars) + legend(keys) + "</figure>\n";
   }
 
   // Heap used: the probes' figures at pause edges, and in between the last
@@ -257,6 +260,35 @@ std::string html_report(TraceSummary& sum, const Derived& d, const trace::ReadSt
     }
     h += "<h2>Top threads</h2>\n<figure id=\"plot-top-threads\">" + svg::hbar_chart("top-threads", rows, "B") +
          "</figure>\n";
+  }
+
+  // Safepoints: every stop of the world, by operation.
+  if (r.meta_value("safepoint_probes") == "1") {
+    std::vector<std::pair<std::string, double>> rows;
+    for (size_t i = 0; i < d.safepoint_ops.size() && i < static_cast<size_t>(top); i++)
+      rows.push_back({d.safepoint_ops[i].operation + " (" + std::to_string(d.safepoint_ops[i].total_ns.n) + ")",
+                      d.safepoint_ops[i].total_ns.sum / 1e6});
+    h += "<h2>Safepoints</h2>\n<p class=\"note\">" + std::to_string(sum.safepoints.size()) +
+         " safepoints: every stop of the world, collections or not. Time to reach one: median " +
+         fmt("%.3f ms", d.safepoint_reaching_ns.p50 / 1e6) + ", p99 " + fmt("%.3f ms", d.safepoint_reaching_ns.p99 / 1e6) +
+         ", max " + fmt("%.3f ms", d.safepoint_reaching_ns.max / 1e6) + "; time at one: median " +
+         fmt("%.3f ms", d.safepoint_at_ns.p50 / 1e6) + ", max " + fmt("%.3f ms", d.safepoint_at_ns.max / 1e6) +
+         ". Total time by VM operation (count):</p>\n<figure id=\"plot-safepoints\">" +
+         svg::hbar_chart("safepoints", rows, "ms") + "</figure>\n";
+  }
+  // Allocation sites, from the VM's own stacks.
+  if (sum.profile.samples()) {
+    std::vector<std::pair<std::string, double>> rows;
+    const auto sites = sum.profile.sites();
+    for (size_t i = 0; i < sites.size() && i < static_cast<size_t>(top); i++)
+      rows.push_back({sites[i].method == UINT64_MAX ? "[no Java frame]"
+                                                     : frame_site(r, {sites[i].method, sites[i].line, 0}),
+                      static_cast<double>(sites[i].weight.bytes)});
+    h += "<h2>Allocation sites</h2>\n<p class=\"note\">The leaf-most Java frame (inlined frames included) of " +
+         std::to_string(sum.profile.samples()) +
+         " allocation samples of the VM's own stacks, each weighing the bytes its thread allocated since its "
+         "previous one.</p>\n<figure id=\"plot-allocation-sites\">" +
+         svg::hbar_chart("allocation-sites", rows, "B") + "</figure>\n";
   }
 
   // Every collection, for reference.

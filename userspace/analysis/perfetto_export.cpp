@@ -3,8 +3,9 @@
 #include <cinttypes>
 #include <cstdio>
 
-#include "jvmtrace_events.h"
+#include "analysis/java_frames.h"
 #include "base/json.h"
+#include "jvmtrace_events.h"
 
 namespace jvmtrace::analysis {
 
@@ -144,7 +145,12 @@ void PerfettoExport::add(const trace::Record& r) {
     const std::string main = sp == std::string::npos ? cmd : cmd.substr(sp + 1);
     out_.process(pid_, "JVM " + u(pid_) + " (" + reader_.meta_value("mode") + " mode)", cmd);
     pause_probes_ = reader_.meta_value("pause_probes") == "1";
-    name_thread(kGcPauseTrack, "GC pauses", -3);
+    if (reader_.meta_value("safepoint_probes") == "1") {
+      pause_track_ = kSafepointTrack;
+      name_thread(kSafepointTrack, "Safepoints (stop the world), GC pauses inside", -3);
+    } else {
+      name_thread(kGcPauseTrack, "GC pauses", -3);
+    }
     if (pause_probes_) name_thread(kGcCollectionTrack, "GC collections (young, full)", -2);
     name_thread(kGcConcurrentTrack, "GC concurrent cycles", -1);
     return;
@@ -208,7 +214,7 @@ void PerfettoExport::add(const trace::Record& r) {
         const OpenGc& p = it->second;
         const std::string cause = reader_.strings()[p.cause];
         const std::string name = "GC " + u(a[0]) + " " + trace::pause_title(reader_.strings()[p.name], cause);
-        out_.slice("gc", name, kGcPauseTrack, p.ts, e.ts_ns,
+        out_.slice("gc", name, pause_track_, p.ts, e.ts_ns,
                    {{"gc_id", a[0]},
                     {"pause", trace::pause_kind_name(a[3])},
                     {"cause", cause},
@@ -219,6 +225,33 @@ void PerfettoExport::add(const trace::Record& r) {
         pauses_.erase(it);
       }
       heap_at_pause_end(e.ts_ns, a[4], a[5]);
+      break;
+    }
+    case JT_SAFEPOINT_BEGIN:  // operation, id, begin_ns, since_last_ns
+      safepoint_ = {true, e.ts_ns, a[0], a[1]};
+      break;
+    case JT_SAFEPOINT_END: {  // operation, reaching, at, total, threads, running, cleanup, id
+      const std::string op = reader_.strings()[a[0]];
+      const Json args = {{"safepoint_id", a[7]}, {"operation", op},       {"reaching_ns", a[1]},
+                         {"cleanup_ns", a[6]},   {"at_safepoint_ns", a[2]}, {"total_ns", a[3]},
+                         {"threads", a[4]},      {"running", a[5]}};
+      if (safepoint_.open && safepoint_.id == a[7])
+        out_.slice("safepoint", "Safepoint " + op, kSafepointTrack, safepoint_.ts, e.ts_ns, args);
+      else  // begun before the recording
+        out_.instant("safepoint", "Safepoint " + op + " (end)", kSafepointTrack, e.ts_ns, args);
+      safepoint_.open = false;
+      break;
+    }
+    case JT_ALLOC_SAMPLE: {  // weight, class, alloc_bytes, outcome, stack + 1
+      const trace::Frame* site = a[4] ? allocation_site(reader_.java_stacks()[a[4] - 1]) : nullptr;
+      std::string stack;
+      if (a[4])
+        for (const trace::Frame& f : reader_.java_stacks()[a[4] - 1])
+          stack += (stack.empty() ? "" : "\n") + frame_site(reader_, f) + trace::frame_kind_suffix(f.kind);
+      out_.instant("alloc", "allocation sample: " + (site ? frame_site(reader_, *site) : std::string("[no Java frame]")),
+                   here, e.ts_ns,
+                   {{"weight_bytes", a[0]}, {"class", reader_.classes()[a[1]]}, {"alloc_bytes", a[2]},
+                    {"outcome", trace::slow_outcome_name(a[3])}, {"stack", stack}});
       break;
     }
     case JT_GC_START: {
@@ -288,8 +321,12 @@ void PerfettoExport::finish() {
     out_.slice("gc", "GC " + u(id) + " " + reader_.strings()[g.name] + " (unfinished)", gc_track(g.kind), g.ts,
                last_ns_, {{"gc_id", id}, {"unfinished", true}});
   for (const auto& [key, p] : pauses_)
-    out_.slice("gc", "GC " + u(key.first) + " " + reader_.strings()[p.name] + " (unfinished)", kGcPauseTrack, p.ts,
+    out_.slice("gc", "GC " + u(key.first) + " " + reader_.strings()[p.name] + " (unfinished)", pause_track_, p.ts,
                last_ns_, {{"gc_id", key.first}, {"unfinished", true}});
+  // (a safepoint that ends the VM, "Halt" or "Exit", never ends)
+  if (safepoint_.open)
+    out_.slice("safepoint", "Safepoint " + reader_.strings()[safepoint_.operation] + " (unfinished)", kSafepointTrack,
+               safepoint_.ts, last_ns_, {{"safepoint_id", safepoint_.id}, {"unfinished", true}});
   if (heap_known_ && heap_pending_) heap_counter(last_ns_, heap_used_);
   if (rate_started_) rate_until(rate_bucket_ + interval_);  // the last, partial bucket
   out_.finish();

@@ -27,6 +27,9 @@ constexpr uint32_t kGcConcurrentTrack = 1000000001;
 // JFR calls a GarbageCollection) get a track of their own beside the pauses.
 constexpr uint32_t kGcCollectionTrack = 1000000002;
 constexpr uint32_t kOldPlabTrackBase = 1100000000;  // + the worker's tid
+// With the safepoint probes, every safepoint on a track of its own, the GC
+// pauses on the same track, inside the safepoint that ran them.
+constexpr uint32_t kSafepointTrack = 1000000003;
 
 // What the timeline is made of.  Times are nanoseconds on the trace's clock;
 // tid is a real thread's or one of the pseudo tracks above; args are the
@@ -107,6 +110,11 @@ class PerfettoExport {
   std::map<uint64_t, OpenGc> gcs_;      // by id
   std::map<std::pair<uint64_t, uint64_t>, OpenGc> pauses_;  // by (id, pause kind)
   bool pause_probes_ = false;
+  uint32_t pause_track_ = kGcPauseTrack;  // kSafepointTrack when the trace has safepoints
+  struct OpenSafepoint {
+    bool open = false;
+    uint64_t ts = 0, operation = 0, id = 0;
+  } safepoint_;
   // Heap used, reconstructed between pauses: the last pause's end plus
   // what was allocated since (report --check verifies the sum).
   bool heap_known_ = false;

@@ -56,6 +56,7 @@ void TraceSummary::add(const trace::Record& rec) {
     end_ns = rec.ts_ns;
     return;
   }
+  profile.add(rec);
   if (rec.type >= JT_PROBE_COUNT) return;
   const trace::Event& e = rec.event;
   if (!events++) first_ns = e.ts_ns;
@@ -155,6 +156,35 @@ void TraceSummary::add(const trace::Record& rec) {
       open_pauses_.erase(it);
       break;
     }
+    case JT_SAFEPOINT_BEGIN: {  // operation, id, begin_ns, since_last_ns
+      Safepoint sp;
+      sp.operation = reader.strings()[a[0]];
+      sp.id = a[1];
+      sp.started = true;
+      sp.start_ns = e.ts_ns;
+      safepoints.push_back(std::move(sp));
+      break;
+    }
+    case JT_SAFEPOINT_END: {  // operation, reaching, at, total, threads, running, cleanup, id
+      // Safepoints never overlap: the open one is the last begun (none: it
+      // began before the recording, or was lost).
+      if (safepoints.empty() || safepoints.back().ended || safepoints.back().id != a[7]) {
+        Safepoint sp;
+        sp.operation = reader.strings()[a[0]];
+        sp.id = a[7];
+        safepoints.push_back(std::move(sp));
+      }
+      Safepoint& sp = safepoints.back();
+      sp.ended = true;
+      sp.end_ns = e.ts_ns;
+      sp.reaching_ns = a[1];
+      sp.at_ns = a[2];
+      sp.total_ns = a[3];
+      sp.threads = a[4];
+      sp.running = a[5];
+      sp.cleanup_ns = a[6];
+      break;
+    }
     case JT_PLAB_ALLOC: {
       plab_sizes[a[3] & 1].push_back(a[2]);
       Gc& g = gc(a[0]);
@@ -213,6 +243,25 @@ Derived TraceSummary::derive(double interval_s) {
   for (const Pause& p : pauses)
     if (p.started && p.ended && p.kind < JVMTRACE_PAUSE_KIND_COUNT) pause_ns[p.kind].push_back(p.end_ns - p.start_ns);
   for (int k = 0; k < JVMTRACE_PAUSE_KIND_COUNT; k++) d.pause_ns[k] = stats(pause_ns[k]);
+  std::vector<uint64_t> reach, at, total;
+  std::map<std::string, std::vector<uint64_t>[3]> by_op;
+  for (const Safepoint& sp : safepoints) {
+    if (!sp.ended) continue;
+    reach.push_back(sp.reaching_ns);
+    at.push_back(sp.at_ns);
+    total.push_back(sp.total_ns);
+    auto& v = by_op[sp.operation];
+    v[0].push_back(sp.reaching_ns);
+    v[1].push_back(sp.at_ns);
+    v[2].push_back(sp.total_ns);
+  }
+  d.safepoint_reaching_ns = stats(reach);
+  d.safepoint_at_ns = stats(at);
+  d.safepoint_total_ns = stats(total);
+  for (auto& [op, v] : by_op) d.safepoint_ops.push_back({op, stats(v[0]), stats(v[1]), stats(v[2])});
+  std::sort(d.safepoint_ops.begin(), d.safepoint_ops.end(), [](const auto& x, const auto& y) {
+    return x.total_ns.sum != y.total_ns.sum ? x.total_ns.sum > y.total_ns.sum : x.operation < y.operation;
+  });
   d.classes.assign(classes.begin(), classes.end());
   d.threads.assign(threads.begin(), threads.end());
   auto by_bytes = [](const auto& x, const auto& y) {
@@ -222,6 +271,27 @@ Derived TraceSummary::derive(double interval_s) {
   std::sort(d.classes.begin(), d.classes.end(), by_bytes);
   std::sort(d.threads.begin(), d.threads.end(), by_bytes);
   return d;
+}
+
+}  // namespace jvmtrace::analysis
+
+namespace jvmtrace::analysis {
+
+std::string TraceSummary::unseen_pauses() const {
+  // The collectors whose pauses only the probes of ZGC's and Shenandoah's
+  // own (the safepoint probes came with them) can see.
+  bool concurrent_collector = false;
+  for (const auto& [id, g] : gcs)
+    if (g.name == "Z" || g.name.rfind("ZGC", 0) == 0 || g.name == "Shenandoah") concurrent_collector = true;
+  if (reader.meta_value("mode") == "stock")
+    return concurrent_collector ? "stock mode sees no pause of ZGC or Shenandoah, only their collections (concurrent)"
+                                : "stock mode sees no pause, only collections: their young and full ones stand for "
+                                  "the pauses, G1 Remark and Cleanup are not seen";
+  if (!pause_probes()) return "this JVM's patch predates the pause probes (gc__pause__*): G1 Remark and Cleanup are "
+                              "not seen, nor any pause of ZGC or Shenandoah";
+  if (concurrent_collector && reader.meta_value("safepoint_probes") != "1")
+    return "this JVM's patch predates the probes of ZGC's and Shenandoah's pauses: none of their pauses is seen";
+  return "";
 }
 
 }  // namespace jvmtrace::analysis

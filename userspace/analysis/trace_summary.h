@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/alloc_profile.h"
 #include "trace/reader.h"
 
 namespace jvmtrace::analysis {
@@ -29,6 +30,15 @@ struct Pause {
   uint64_t gc_id = 0, kind = 0, start_ns = 0, end_ns = 0;  // kind: trace::PauseKind
   uint64_t used_before = 0, used_after = 0, committed_after = 0;
   std::string name, cause;
+  bool started = false, ended = false;
+};
+
+// A safepoint (safepoint__begin/end): one "Safepoint ..." line of
+// -Xlog:safepoint, its figures as the VM measured them.
+struct Safepoint {
+  uint64_t id = 0, start_ns = 0, end_ns = 0;  // start/end: the probes' times
+  uint64_t reaching_ns = 0, cleanup_ns = 0, at_ns = 0, total_ns = 0, threads = 0, running = 0;
+  std::string operation;
   bool started = false, ended = false;
 };
 
@@ -54,6 +64,14 @@ struct Derived {
   std::vector<double> rate;  // bytes per bucket
   Stats event_bytes, tlab, outside, slow, plab[2];
   Stats pause_ns[JVMTRACE_PAUSE_KIND_COUNT];  // durations of the pauses of each kind that ended
+  // Safepoints that ended: time to reach them and time at them, in all and
+  // by operation (most total time first).
+  Stats safepoint_reaching_ns, safepoint_at_ns, safepoint_total_ns;
+  struct OperationStats {
+    std::string operation;
+    Stats reaching_ns, at_ns, total_ns;
+  };
+  std::vector<OperationStats> safepoint_ops;
   std::vector<std::pair<uint64_t, Totals>> classes, threads;  // by bytes, most first
 };
 
@@ -78,6 +96,13 @@ class TraceSummary {
   std::vector<std::pair<uint64_t, uint64_t>> allocs;
   std::map<uint64_t, Gc> gcs;
   std::vector<Pause> pauses;  // in the order they started (one seen only ending: where it ended)
+  std::vector<Safepoint> safepoints;  // in order (one seen only ending: where it ended)
+  // Allocation sites (record --stacks on a JVM with alloc__sample).
+  AllocationProfile profile{reader};
+  // What of this trace's collectors' pauses it could not see, in words
+  // ("" when it saw them all): a patch older than the probes of ZGC's and
+  // Shenandoah's pauses, or stock mode.
+  std::string unseen_pauses() const;
   // Whether the recording had the pause probes (meta pause_probes=1); if not,
   // `pauses` is empty because nothing could see them.
   bool pause_probes() const { return reader.meta_value("pause_probes") == "1"; }

@@ -59,7 +59,8 @@ bool BpfSession::prepare(const Choice& c) {
     std::fprintf(stderr, "%s: stock mode cannot trace PID %d: %s\n", cmd_, c.pid, error.c_str());
     return false;
   }
-  if (!stock_ && !choose_probe_set(c.probe_set, target_.probes, c.per_event, &probe_set_, &error)) {
+  vm_stacks_ = !stock_ && c.per_event && target_.probes.count("alloc__sample");
+  if (!stock_ && !choose_probe_set(c.probe_set, target_.probes, c.per_event && !vm_stacks_, &probe_set_, &error)) {
     std::fprintf(stderr, "%s: %s\n", cmd_, error.c_str());
     return false;
   }
@@ -98,6 +99,11 @@ bool BpfSession::attach() {
 
 bool BpfSession::has_pause_probes() const {
   return !stock_ && std::find(absent_.begin(), absent_.end(), "gc__pause__end") == absent_.end();
+}
+
+bool BpfSession::has_safepoint_probes() const {
+  return !stock_ && target_.probes.count("safepoint__end") &&
+         std::find(absent_.begin(), absent_.end(), "safepoint__end") == absent_.end();
 }
 
 std::string BpfSession::drain(const volatile __u64* drained_ns, uint64_t end_ns,

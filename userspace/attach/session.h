@@ -55,7 +55,8 @@ class BpfSession {
     std::string binary;     // --binary, or "" for the libjvm.so the JVM maps
     std::string mode;       // --mode: auto, usdt or stock
     std::string probe_set;  // --probe-set
-    bool per_event = false; // an event per slow path is needed (record --stacks)
+    bool per_event = false; // stacks are wanted (record --stacks): the VM's own (alloc__sample)
+                            // if it has them, else a BPF stack per slow path
     const char* stock_alternative = "";  // what to say when usdt is asked of an unpatched VM
   };
   // Checks the target and picks the mode (auto: stock when the VM has no
@@ -64,6 +65,9 @@ class BpfSession {
   bool prepare(const Choice& c);
 
   bool stock() const { return stock_; }
+  // Stacks come from the VM's own walk (alloc__sample): per_event was asked
+  // and the JVM has the probe; the probe set stays batched then.
+  bool vm_stacks() const { return vm_stacks_; }
   ProbeSet probe_set() const { return probe_set_; }
   const Target& target() const { return target_; }
   const StockTarget& stock_target() const { return stock_target_; }
@@ -81,6 +85,9 @@ class BpfSession {
   // False for a VM patched before the pause probes (gc__pause__*): the tool
   // says so and measures pauses from gc__start to gc__end.
   bool has_pause_probes() const;
+  // False for a VM patched before safepoint__begin/end (and the pause probes
+  // of ZGC and Shenandoah, which came with them).
+  bool has_safepoint_probes() const;
 
   // The end, on a JVM that still runs, with the batched probes: waits until
   // the VM has handed over every slow path that ended by end_ns (see
@@ -95,6 +102,7 @@ class BpfSession {
   const char* cmd_;
   Target target_;
   bool stock_ = false;
+  bool vm_stacks_ = false;
   ProbeSet probe_set_ = ProbeSet::kSeparate;
   StockTarget stock_target_;
   bpf_object* obj_ = nullptr;

@@ -88,8 +88,8 @@ std::vector<std::pair<K, V>> read_percpu_hash_map(const bpf_map* map, Add add) {
 bool attach_jvmtrace_usdt(bpf_object* obj, pid_t pid, const std::string& binary, Links* links,
                           std::string* error, std::vector<std::string>* absent = nullptr);
 // gc__pause__start/end (added with trace format version 2) and alloc__slow,
-// plab__batch, alloc__batch, alloc__drain (added later): JVMs patched
-// earlier lack them.
+// plab__batch, alloc__batch, alloc__drain, safepoint__begin/end and
+// alloc__sample (added later): JVMs patched earlier lack them.
 bool is_optional_probe(const std::string& probe);
 
 // A patched VM reports allocation slow paths and PLABs three ways (see

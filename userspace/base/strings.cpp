@@ -74,3 +74,17 @@ std::string printable(const std::string& s) {
 }
 
 }  // namespace jvmtrace
+
+namespace jvmtrace {
+
+std::string prometheus_label_value(const std::string& s) {
+  std::string out;
+  for (char c : printable(s)) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else out += c;  // printable() left no newline
+  }
+  return out;
+}
+
+}  // namespace jvmtrace

@@ -19,6 +19,10 @@ bool parse_long(const char* s, long lo, long hi, long* out);
 // act on: cursor moves, titles, clipboard writes) and bytes that are not
 // UTF-8 become \xNN; everything else, UTF-8 included, stays as it is.
 std::string printable(const std::string& s);
+// A Prometheus label value for the text exposition format: a backslash,
+// a double quote and a newline escaped as the format says, the rest made
+// printable() (a label value reaches dashboards and terminals).
+std::string prometheus_label_value(const std::string& s);
 // True if s ends with suffix (output names choose formats: ".gz", ".svg").
 bool ends_with(const std::string& s, const std::string& suffix);
 

@@ -21,7 +21,9 @@
 #include "attach/launch.h"
 #include "attach/session.h"
 #include "base/clock.h"
+#include "base/strings.h"
 #include "cli/common.h"
+#include "hotspot/method_names.h"
 #include "hotspot/stack_symbolizer.h"
 #include "jvmtrace_events.h"
 #include "jvmtrace_record.skel.h"
@@ -147,7 +149,7 @@ void print_progress(FILE* out, double secs, const trace::TraceWriter& w, bool fi
 // The last lines of a recording: what it holds, what it lost and why, and
 // (verbose) what it left out.
 void print_summary(const Options& o, const trace::TraceWriter& writer, const Recorder& recorder,
-                   const StackSymbolizer* symbolizer, bool batched, const std::string& reason_text, double secs,
+                   const StackSymbolizer* symbolizer, const MethodNamer* namer, bool batched, const std::string& reason_text, double secs,
                    const std::string& file) {
   std::string lost_detail;  // every cause, 0 or not: a reader of the line need not guess
   for (uint8_t k = 0; k < trace::kLostKindCount; k++)
@@ -166,7 +168,19 @@ void print_summary(const Options& o, const trace::TraceWriter& writer, const Rec
     std::fprintf(stderr, "jvmtrace record: %llu blocks in the last file; the largest block payload %zu bytes "
                  "(the limit: %u); %.1f ms in fsync/fdatasync\n", (unsigned long long)writer.blocks(),
                  writer.largest_payload(), trace::kMaxPayload, writer.sync_ns() / 1e6);
-  if (symbolizer)
+  if (namer) {
+    const Recorder::SampleCounts& c = recorder.sample_counts_;
+    std::fprintf(stderr, "jvmtrace record: %llu allocation samples with the VM's own stacks (%llu Java frames, "
+                 "%llu of them of a method not named: unloaded or gone before it was read); %llu without their "
+                 "slow path; %llu stacks deeper than %d frames\n",
+                 (unsigned long long)c.samples, (unsigned long long)c.frames, (unsigned long long)c.frames_unknown,
+                 (unsigned long long)c.unmatched, (unsigned long long)c.truncated, JVMTRACE_SAMPLE_MAX_FRAMES);
+    if (!c.namer_problem.empty() && c.frames_unknown)
+      std::fprintf(stderr, "jvmtrace record: Java frames could not be named: %s\n", printable(c.namer_problem).c_str());
+    if (c.stacks_capped)
+      std::fprintf(stderr, "jvmtrace record: %llu samples stored without their stack (more than the trace's "
+                   "limit of distinct stacks)\n", (unsigned long long)c.stacks_capped);
+  } else if (symbolizer)
     std::fprintf(stderr, "jvmtrace record: %llu distinct stacks (%llu renamed once the perf map named their JIT "
                  "code); %llu stack(s) not captured; %llu unnamed JIT frame(s) seen\n",
                  (unsigned long long)recorder.stacks_defined_, (unsigned long long)recorder.stacks_renamed_,
@@ -225,8 +239,13 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
       select_probe_set(usdt_skel->obj, bpf.probe_set());
       bpf_map__set_max_entries(usdt_skel->maps.events, static_cast<uint32_t>(ring_bytes));
       usdt_skel->rodata->wakeup_bytes = ring_bytes / 8;
-      usdt_skel->rodata->capture_stacks = o.stacks;
-      if (o.stacks) bpf_map__set_max_entries(usdt_skel->maps.stacks, kStackMapEntries);
+      // --stacks: the VM's own Java stacks when it has alloc__sample, else a
+      // BPF user stack per slow path (which needs frame pointers and the
+      // perf map to name Java frames).
+      const bool bpf_stacks = o.stacks && !bpf.vm_stacks();
+      usdt_skel->rodata->capture_stacks = bpf_stacks;
+      if (bpf_stacks) bpf_map__set_max_entries(usdt_skel->maps.stacks, kStackMapEntries);
+      bpf_program__set_autoload(usdt_skel->progs.alloc__sample, bpf.vm_stacks());
       loaded = jvmtrace_record__load(usdt_skel.get());
       obj = usdt_skel->obj;
       events = usdt_skel->maps.events;
@@ -246,7 +265,15 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
   // refresh that fails says why itself (stack_symbolizer.cpp).
   std::unique_ptr<StackSymbolizer> symbolizer;
   std::unique_ptr<PerfMapRefresher> refresher;
-  if (o.stacks) {
+  std::unique_ptr<MethodNamer> namer;
+  if (bpf.vm_stacks()) {
+    // The VM walks its own stack: its Java frames' methods are named from
+    // its memory, its own C++ frames from libjvm.so's symbols.  No perf
+    // map, no frame pointers.
+    symbolizer = std::make_unique<StackSymbolizer>(o.pid);
+    namer = std::make_unique<MethodNamer>(o.pid, libjvm);
+    recorder.capture_samples(namer.get(), symbolizer.get(), bpf.probe_set() == ProbeSet::kBatched);
+  } else if (o.stacks) {
     symbolizer = std::make_unique<StackSymbolizer>(o.pid);
     refresher = std::make_unique<PerfMapRefresher>(o.pid, o.perfmap_seconds, *symbolizer);
     refresher->run_now(10);
@@ -262,7 +289,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
     writer.discard();
     return 1;
   }
-  TraceMeta meta(o.pid, libjvm, stock, ring_bytes, o.stacks);
+  TraceMeta meta(o.pid, libjvm, stock, ring_bytes, !o.stacks ? "" : bpf.vm_stacks() ? "vm" : "user");
   auto write_meta = [&] { meta.write_once(writer); };
   recorder.before_first_record(write_meta);
 
@@ -273,10 +300,13 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
     writer.discard();
     return 1;
   }
-  meta.set_probes(bpf.has_pause_probes(), probe_set_name(bpf.probe_set()));
+  meta.set_probes(bpf.has_pause_probes(), bpf.has_safepoint_probes(), probe_set_name(bpf.probe_set()));
   if (!stock && !bpf.has_pause_probes())
     std::fprintf(stderr, "jvmtrace record: this JVM's patch predates the pause probes (gc__pause__*): G1 Remark "
                  "and Cleanup pauses are not recorded; rebuild it with scripts/build-patched-jdk.sh\n");
+  else if (!stock && !bpf.has_safepoint_probes())
+    std::fprintf(stderr, "jvmtrace record: this JVM's patch predates the safepoint probes: neither safepoints nor "
+                 "ZGC's and Shenandoah's pauses are recorded; rebuild it with scripts/build-patched-jdk.sh\n");
   std::string error;
   if (!writer.commit(&error)) {
     std::fprintf(stderr, "jvmtrace record: %s\n", error.c_str());
@@ -383,6 +413,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
   bpf.detach();
   ring_buffer__consume(rb.get());
   recorder.flush_plab_events();
+  recorder.flush_samples();
   note_drops();
   // Stacks still holding unnamed JIT code get one last chance: a perf map
   // written now (the target alive) or at its exit (-XX:+DumpPerfMapAtExit,
@@ -397,7 +428,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
   writer.end(clock_ns(CLOCK_MONOTONIC), reason, reason_text);
   const bool ok = writer.close();
   if (o.progress) std::fputc('\n', stderr);
-  print_summary(o, writer, recorder, symbolizer.get(), !stock && bpf.probe_set() == ProbeSet::kBatched, reason_text,
+  print_summary(o, writer, recorder, symbolizer.get(), namer.get(), !stock && bpf.probe_set() == ProbeSet::kBatched, reason_text,
                 secs, segments.current());
   if (!drain_problem.empty()) std::fprintf(stderr, "jvmtrace record: %s\n", drain_problem.c_str());
   if (!ok) {

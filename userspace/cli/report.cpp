@@ -17,6 +17,7 @@
 
 #include "analysis/consistency_check.h"
 #include "analysis/html_report.h"
+#include "analysis/java_frames.h"
 #include "analysis/output_file.h"
 #include "analysis/trace_summary.h"
 #include "base/json.h"
@@ -72,6 +73,18 @@ void add_totals(Json* j, const analysis::Totals& t) {
 Json meta_number(const std::string& v) {
   long n;
   return !v.empty() && parse_long(v.c_str(), 0, LONG_MAX, &n) ? Json(n) : Json(nullptr);
+}
+
+// An allocation site for report --json: its method, file, line and weight.
+Json site_json(const trace::TraceReader& reader, const analysis::AllocationProfile::Site& st, uint64_t traced) {
+  const bool none = st.method == UINT64_MAX;
+  return {{"method", none ? Json(nullptr) : Json(analysis::method_name(reader, st.method))},
+          {"file", none ? Json(nullptr) : Json(analysis::method_file(reader, st.method))},
+          {"line", st.line ? Json(st.line) : Json(nullptr)},
+          {"bytes", st.weight.bytes},
+          {"share", traced ? static_cast<double>(st.weight.bytes) / traced : 0.0},
+          {"objects_estimated", st.weight.objects},
+          {"samples", st.weight.samples}};
 }
 
 void print_report(analysis::TraceSummary& sum, bool json, double interval, int top, const trace::ReadStatus& st) {
@@ -135,6 +148,39 @@ void print_report(analysis::TraceSummary& sum, bool json, double interval, int t
     }
     Json& pause_ns = j["pause_ns_by_kind"] = Json::object();
     for (int k = 0; k < JVMTRACE_PAUSE_KIND_COUNT; k++) pause_ns[trace::pause_kind_name(k)] = stats_json(d.pause_ns[k]);
+    const std::string unseen = sum.unseen_pauses();
+    j["pauses_not_seen"] = unseen.empty() ? Json(nullptr) : Json(unseen);
+    j["safepoint_probes"] = sum.reader.meta_value("safepoint_probes") == "1";
+    Json& sps = j["safepoints"] = Json::array();
+    for (const analysis::Safepoint& sp : sum.safepoints) {
+      auto opt = [](bool known, Json v) { return known ? v : Json(nullptr); };
+      sps.push_back({{"safepoint_id", sp.id},
+                     {"operation", sp.operation},
+                     {"start_s", opt(sp.started, static_cast<int64_t>(sp.start_ns - origin) / 1e9)},
+                     {"reaching_ns", opt(sp.ended, sp.reaching_ns)},
+                     {"cleanup_ns", opt(sp.ended, sp.cleanup_ns)},
+                     {"at_safepoint_ns", opt(sp.ended, sp.at_ns)},
+                     {"total_ns", opt(sp.ended, sp.total_ns)},
+                     {"threads", opt(sp.ended, sp.threads)},
+                     {"running", opt(sp.ended, sp.running)}});
+    }
+    j["safepoint_reaching_ns"] = stats_json(d.safepoint_reaching_ns);
+    j["safepoint_at_ns"] = stats_json(d.safepoint_at_ns);
+    Json& ops = j["safepoints_by_operation"] = Json::array();
+    for (const auto& op : d.safepoint_ops)
+      ops.push_back({{"operation", op.operation}, {"reaching_ns", stats_json(op.reaching_ns)},
+                     {"at_safepoint_ns", stats_json(op.at_ns)}, {"total_ns", stats_json(op.total_ns)}});
+    const analysis::AllocationProfile& prof = sum.profile;
+    Json& sites = j["allocation_sites"] = Json::array();
+    const auto site_list = prof.sites();
+    for (size_t i = 0; i < site_list.size() && i < static_cast<size_t>(top); i++)
+      sites.push_back(site_json(sum.reader, site_list[i], prof.traced_bytes()));
+    j["allocation_samples"] = {{"samples", prof.samples()},
+                               {"traced_bytes", prof.traced_bytes()},
+                               {"sampled_bytes", prof.sampled_bytes()},
+                               {"unsampled_bytes", prof.unsampled_bytes()},
+                               {"java_frames", prof.frames()},
+                               {"java_frames_unknown", prof.frames_unknown()}};
     j["tlab_size"] = stats_json(tlab);
     j["tlab_waste_bytes"] = sum.tlab_waste;
     j["outside_tlab_size"] = stats_json(outside);
@@ -194,18 +240,19 @@ void print_report(analysis::TraceSummary& sum, bool json, double interval, int t
                 " max=%" PRIu64 " %s\n",
                 what, s.n, s.sum, s.min, s.p50, s.p99, s.max, unit);
   };
+  const std::string unseen = sum.unseen_pauses();
   if (!sum.pause_probes()) {
-    std::printf("\nStop-the-world pauses: not recorded (%s); the collections above stand for the young and full "
-                "pauses, and G1 Remark and Cleanup pauses are not seen.\n",
-                sum.reader.meta_value("mode") == "stock" ? "stock mode" : "this JVM's patch predates the pause probes");
+    std::printf("\nStop-the-world pauses: not recorded: %s.\n", unseen.c_str());
   } else {
     std::printf("\nStop-the-world pauses (%zu):\n", sum.pauses.size());
+    if (!unseen.empty()) std::printf("  NOTE: %s.\n", unseen.c_str());
     for (int k = 0; k < JVMTRACE_PAUSE_KIND_COUNT; k++) {
       const Stats& s = d.pause_ns[k];
-      std::printf("  %-8s n=%-6" PRIu64 " total=%10.3f ms  p50=%8.3f ms  p99=%8.3f ms  max=%8.3f ms\n",
+      if (!s.n && k > JVMTRACE_PAUSE_CLEANUP) continue;  // the concurrent collectors' kinds, when they ran
+      std::printf("  %-14s n=%-6" PRIu64 " total=%10.3f ms  p50=%8.3f ms  p99=%8.3f ms  max=%8.3f ms\n",
                   trace::pause_kind_name(k), s.n, s.sum / 1e6, s.p50 / 1e6, s.p99 / 1e6, s.max / 1e6);
     }
-    std::printf("  %5s %-8s %-58s %10s %10s %12s %12s %12s\n", "GC_ID", "KIND", "NAME (CAUSE)", "START(s)", "DUR(ms)",
+    std::printf("  %5s %-14s %-52s %10s %10s %12s %12s %12s\n", "GC_ID", "KIND", "NAME (CAUSE)", "START(s)", "DUR(ms)",
                 "USED_BEFORE", "USED_AFTER", "COMMITTED");
     for (const analysis::Pause& p : sum.pauses) {
       char dur[32] = "-", start[32] = "-", before[32] = "-", after[32] = "-", committed[32] = "-";
@@ -219,8 +266,44 @@ void print_report(analysis::TraceSummary& sum, bool json, double interval, int t
         std::snprintf(committed, sizeof committed, "%" PRIu64, p.committed_after);
       }
       const std::string what = trace::pause_title(p.name, p.cause);
-      std::printf("  %5" PRIu64 " %-8s %-58.58s %10s %10s %12s %12s %12s\n", p.gc_id, trace::pause_kind_name(p.kind),
+      std::printf("  %5" PRIu64 " %-14s %-52.52s %10s %10s %12s %12s %12s\n", p.gc_id, trace::pause_kind_name(p.kind),
                   printable(what).c_str(), start, dur, before, after, committed);
+    }
+  }
+  if (sum.reader.meta_value("safepoint_probes") == "1") {
+    std::printf("\nSafepoints (%zu; every stop of the world: collections, deoptimisation, thread dumps, ...):\n",
+                sum.safepoints.size());
+    std::printf("  %-26s time to reach p50=%9.3f ms p99=%9.3f ms max=%9.3f ms\n", "all", d.safepoint_reaching_ns.p50 / 1e6,
+                d.safepoint_reaching_ns.p99 / 1e6, d.safepoint_reaching_ns.max / 1e6);
+    std::printf("  %-26s time at it    p50=%9.3f ms p99=%9.3f ms max=%9.3f ms\n", "", d.safepoint_at_ns.p50 / 1e6,
+                d.safepoint_at_ns.p99 / 1e6, d.safepoint_at_ns.max / 1e6);
+    std::printf("  %-30s %7s %11s %11s %11s %11s %12s\n", "OPERATION", "COUNT", "REACH_P50", "REACH_MAX", "AT_P50",
+                "AT_MAX", "TOTAL(ms)");
+    for (size_t i = 0; i < d.safepoint_ops.size() && i < static_cast<size_t>(top); i++) {
+      const auto& op = d.safepoint_ops[i];
+      std::printf("  %-30.30s %7" PRIu64 " %8.3f ms %8.3f ms %8.3f ms %8.3f ms %12.3f\n", printable(op.operation).c_str(),
+                  op.total_ns.n, op.reaching_ns.p50 / 1e6, op.reaching_ns.max / 1e6, op.at_ns.p50 / 1e6,
+                  op.at_ns.max / 1e6, op.total_ns.sum / 1e6);
+    }
+  } else if (sum.reader.meta_value("mode") != "stock") {
+    std::printf("\nSafepoints: not recorded (this JVM's patch predates the safepoint probes).\n");
+  }
+  const analysis::AllocationProfile& prof = sum.profile;
+  if (prof.samples()) {
+    const uint64_t traced = std::max<uint64_t>(prof.traced_bytes(), 1);
+    std::printf("\nAllocation sites (%" PRIu64 " samples of the VM's own stacks, weighted by the bytes their thread "
+                "allocated since its previous one; %.1f%% of the bytes after each thread's last sample; %" PRIu64
+                " of %" PRIu64 " Java frames of methods not named):\n",
+                prof.samples(), 100.0 * prof.unsampled_bytes() / traced, prof.frames_unknown(), prof.frames());
+    std::printf("  %-70s %14s %7s %12s\n", "SITE (the leaf-most Java frame)", "BYTES", "SHARE", "OBJECTS~");
+    const auto site_list = prof.sites();
+    for (size_t i = 0; i < site_list.size() && i < static_cast<size_t>(top); i++) {
+      const auto& st_ = site_list[i];
+      std::string where = st_.method == UINT64_MAX ? "[no Java frame]" : analysis::frame_site(sum.reader, {st_.method, st_.line, 0});
+      const std::string file = st_.method == UINT64_MAX ? "" : analysis::method_file(sum.reader, st_.method);
+      if (!file.empty()) where += " (" + file + ")";
+      std::printf("  %-70.70s %14" PRIu64 " %6.2f%% %12" PRIu64 "\n", printable(where).c_str(), st_.weight.bytes,
+                  100.0 * st_.weight.bytes / traced, st_.weight.objects);
     }
   }
   std::printf("\nAllocation:\n");

@@ -40,7 +40,8 @@ const char* const kCounterNames[] = {
     "plabs",         "plab_bytes",  "plab_waste_bytes", "promoted_direct",      "promoted_direct_bytes",
     "map_full_drops", "names_lost", "gc_inflight_full_drops", "gc_ends_without_start",
     "slow_exits_without_enter", "gc_pauses", "gc_pause_ends_without_start", "plab_batches",
-    "plab_records_lost", "alloc_batches", "alloc_records_lost", "alloc_records_outside_window"};
+    "plab_records_lost", "alloc_batches", "alloc_records_lost", "alloc_records_outside_window",
+    "safepoints", "safepoint_ns", "safepoint_operations_not_kept"};
 static_assert(sizeof(kCounterNames) / sizeof(*kCounterNames) == JT_COUNTER_COUNT, "counter names");
 // Counted in user space: new-key notices from the kernel too short to read.
 const char* const kMalformedName = "malformed_notices";
@@ -63,12 +64,21 @@ const HistInfo kHists[] = {
     {"gc_pause_cleanup", "GC pauses, cleanup (G1)", "usecs", 1},
     {nullptr, "", "usecs", 1},  // JT_H_GC_YOUNG_US: the young pauses' stand-in
     {nullptr, "", "usecs", 1},  // JT_H_GC_FULL_US
+    {"gc_pause_concurrent", "GC pauses of concurrent collectors (ZGC, Shenandoah)", "usecs", 1},
+    {"gc_pause_degenerated", "GC pauses, degenerated (Shenandoah)", "usecs", 1},
+    {"safepoint_reach", "Safepoints, time to reach (every stop of the world)", "usecs", 1},
+    {"safepoint_at", "Safepoints, time at them", "usecs", 1},
 };
 // Whether histogram h is part of a report: without pause probes the young
 // and full pauses are measured from gc__start to gc__end, and G1's Remark
-// and Cleanup pauses are not seen at all (so not shown as empty).
-bool shown(int h, bool pauses) {
+// and Cleanup pauses are not seen at all (so not shown as empty); without
+// the safepoint probes, neither are safepoints nor ZGC's and Shenandoah's
+// pauses.
+bool shown(int h, bool pauses, bool safepoints) {
   if (!kHists[h].name) return false;
+  if (h == JT_H_PAUSE_CONCURRENT_US || h == JT_H_PAUSE_DEGENERATED_US || h == JT_H_SAFEPOINT_REACH_US ||
+      h == JT_H_SAFEPOINT_AT_US)
+    return safepoints;
   return pauses || (h != JT_H_PAUSE_REMARK_US && h != JT_H_PAUSE_CLEANUP_US);
 }
 static_assert(sizeof(kHists) / sizeof(*kHists) == JT_HIST_COUNT, "histogram names");
@@ -83,6 +93,7 @@ struct StockSkelDelete {
 // The maps of bpf/stat_core.bpf.h, from whichever object was loaded.
 struct StatMaps {
   bpf_map *counters, *hists, *threads, *classes, *new_keys;
+  bpf_map* safepoint_ops = nullptr;  // usdt mode only
   template <typename Skel>
   static StatMaps of(Skel* s) {
     return {s->maps.counters, s->maps.hists, s->maps.threads, s->maps.classes, s->maps.new_keys};
@@ -171,7 +182,18 @@ void add_class(jt_class_val& total, const jt_class_val& cpu) {
   total.name_len = std::max(total.name_len, cpu.name_len);
 }
 
+// One CPU's copy of an operation's safepoint figures added to the total.
+void add_safepoint(jt_safepoint_val& total, const jt_safepoint_val& cpu) {
+  total.count += cpu.count;
+  total.reach_ns += cpu.reach_ns;
+  total.at_ns += cpu.at_ns;
+  total.total_ns += cpu.total_ns;
+  total.reach_max_ns = std::max(total.reach_max_ns, cpu.reach_max_ns);
+  total.total_max_ns = std::max(total.total_max_ns, cpu.total_max_ns);
+}
+
 struct ThreadRow { uint32_t tid; jt_thread_val v; std::string comm; };
+struct SafepointRow { uint64_t key; jt_safepoint_val v; std::string operation; };
 struct ClassRow { uint64_t key; jt_class_val v; std::string name; };
 
 class StatSession {
@@ -179,9 +201,12 @@ class StatSession {
   // pauses: the pause probes are attached (not stock mode, not a JVM
   // patched before them); probe_set: which allocation probes (usdt mode);
   // slow_path: the slow path is seen (not --no-slow-path on separate ones).
-  StatSession(const Options& o, const StatMaps& maps, bool stock, bool pauses, const char* probe_set,
+  // safepoints: the safepoint probes are attached (and with them ZGC's and
+  // Shenandoah's pauses).
+  StatSession(const Options& o, const StatMaps& maps, bool stock, bool pauses, bool safepoints, const char* probe_set,
               bool slow_path)
-      : o_(o), maps_(maps), stock_(stock), pauses_(pauses), probe_set_(probe_set), slow_path_(slow_path) {}
+      : o_(o), maps_(maps), stock_(stock), pauses_(pauses), safepoints_(safepoints), probe_set_(probe_set),
+        slow_path_(slow_path) {}
 
   void report(double seconds) {
     read_maps();
@@ -219,6 +244,19 @@ class StatSession {
     classes_.clear();
     for (const auto& [key, v] : read_percpu_hash_map<uint64_t, jt_class_val>(maps_.classes, add_class))
       classes_.push_back({key, v, {}});
+    safepoint_ops_.clear();
+    if (maps_.safepoint_ops)
+      for (const auto& [key, v] : read_percpu_hash_map<uint64_t, jt_safepoint_val>(maps_.safepoint_ops, add_safepoint)) {
+        auto it = op_names_.find(key);
+        if (it == op_names_.end()) {  // static text in the VM: read once
+          std::string n = read_process_string(o_.pid, key, 128);
+          if (!n.empty()) it = op_names_.emplace(key, n).first;
+        }
+        safepoint_ops_.push_back({key, v, it == op_names_.end() ? "<unreadable>" : it->second});
+      }
+    std::sort(safepoint_ops_.begin(), safepoint_ops_.end(), [](const SafepointRow& a, const SafepointRow& b) {
+      return a.v.total_ns != b.v.total_ns ? a.v.total_ns > b.v.total_ns : a.key < b.key;
+    });
     std::sort(threads_.begin(), threads_.end(), [](const ThreadRow& a, const ThreadRow& b) {
       return a.v.tlab_bytes + a.v.outside_bytes > b.v.tlab_bytes + b.v.outside_bytes;
     });
@@ -290,9 +328,20 @@ class StatSession {
       std::fprintf(o_.out, "  (%s: pauses are measured from gc__start to gc__end; G1 Remark and Cleanup are not seen)\n",
                    stock_ ? "stock mode" : "this JVM has no pause probes");
     for (int h = 0; h < JT_HIST_COUNT; h++) {
-      if (!shown(h, pauses_)) continue;
+      if (!shown(h, pauses_, safepoints_)) continue;
       std::fprintf(o_.out, "\n%s:\n", kHists[h].title);
       print_log2_hist(o_.out, hists_[h].slots, JT_HIST_SLOTS, kHists[h].unit, kHists[h].divisor);
+    }
+    if (safepoints_) {
+      std::fprintf(o_.out, "\nSafepoints by operation (every stop of the world):\n");
+      std::fprintf(o_.out, "  %-32s %8s %12s %12s %12s %14s\n", "OPERATION", "COUNT", "REACH_MEAN", "REACH_MAX",
+                   "TOTAL_MAX", "TOTAL");
+      for (size_t i = 0; i < safepoint_ops_.size() && i < static_cast<size_t>(o_.top); i++) {
+        const auto& r = safepoint_ops_[i];
+        std::fprintf(o_.out, "  %-32s %8llu %9.3f ms %9.3f ms %9.3f ms %11.3f ms\n", printable(r.operation).c_str(),
+                     (unsigned long long)r.v.count, r.v.count ? r.v.reach_ns / 1e6 / r.v.count : 0.0,
+                     r.v.reach_max_ns / 1e6, r.v.total_max_ns / 1e6, r.v.total_ns / 1e6);
+      }
     }
     std::fprintf(o_.out, "\nTop threads by allocated bytes (TLAB bytes + outside-TLAB bytes):\n");
     std::fprintf(o_.out, "  %-8s %-16s %10s %14s %10s %14s\n", "TID", "COMM", "REFILLS", "TLAB_BYTES", "OUTSIDE", "OUTSIDE_BYTES");
@@ -328,11 +377,24 @@ class StatSession {
            " counter\n" + name + "{" + labels + "} " + std::to_string(malformed_notices_) + "\n";
     }
     for (int h = 0; h < JT_HIST_COUNT; h++) {
-      if (!shown(h, pauses_)) continue;
+      if (!shown(h, pauses_, safepoints_)) continue;
       const std::string name = std::string("jvmtrace_") + kHists[h].name + "_" +
                                (std::strcmp(kHists[h].unit, "usecs") == 0 ? "microseconds" : kHists[h].unit);
       s += "# HELP " + name + " " + kHists[h].title + " (log2 buckets)\n# TYPE " + name + " histogram\n" +
            log2_hist_prometheus(name, labels, hists_[h].slots, JT_HIST_SLOTS, kHists[h].divisor, hists_[h].sum);
+    }
+    if (safepoints_) {
+      const std::string count = "jvmtrace_safepoint_operations_total", ns = "jvmtrace_safepoint_operation_ns_total";
+      s += "# HELP " + count + " jvmtrace stat: safepoints that ended, by VM operation (docs/stat.md)\n# TYPE " + count +
+           " counter\n";
+      for (const auto& r : safepoint_ops_)
+        s += count + "{" + labels + ",operation=\"" + prometheus_label_value(r.operation) + "\"} " +
+             std::to_string(r.v.count) + "\n";
+      s += "# HELP " + ns + " jvmtrace stat: time in safepoints (begin to end), by VM operation (docs/stat.md)\n"
+           "# TYPE " + ns + " counter\n";
+      for (const auto& r : safepoint_ops_)
+        s += ns + "{" + labels + ",operation=\"" + prometheus_label_value(r.operation) + "\"} " +
+             std::to_string(r.v.total_ns) + "\n";
     }
     std::fprintf(o_.out, "%s# EOF\n", s.c_str());
   }
@@ -347,9 +409,17 @@ class StatSession {
     counters[kMalformedName] = malformed_notices_;
     Json& hists = j["histograms"] = Json::object();
     for (int h = 0; h < JT_HIST_COUNT; h++)
-      if (shown(h, pauses_))
+      if (shown(h, pauses_, safepoints_))
         hists[kHists[h].name] =
             log2_hist_json(hists_[h].slots, JT_HIST_SLOTS, kHists[h].unit, kHists[h].divisor, hists_[h].sum);
+    j["safepoint_probes"] = safepoints_;
+    if (safepoints_) {
+      Json& ops = j["safepoints_by_operation"] = Json::array();
+      for (const auto& r : safepoint_ops_)
+        ops.push_back({{"operation", r.operation}, {"count", r.v.count}, {"reaching_ns", r.v.reach_ns},
+                       {"at_safepoint_ns", r.v.at_ns}, {"total_ns", r.v.total_ns}, {"reaching_max_ns", r.v.reach_max_ns},
+                       {"total_max_ns", r.v.total_max_ns}});
+    }
     Json& threads = j["threads"] = Json::array();
     for (const auto& t : threads_)
       threads.push_back({{"tid", t.tid}, {"comm", t.comm}, {"tlab_refills", t.v.tlab_refills},
@@ -364,13 +434,15 @@ class StatSession {
 
   const Options& o_;
   StatMaps maps_;
-  bool stock_, pauses_;
+  bool stock_, pauses_, safepoints_;
   const char* probe_set_;
   bool slow_path_;
   uint64_t counters_[JT_COUNTER_COUNT] = {};
   jt_hist_val hists_[JT_HIST_COUNT] = {};
   std::vector<ThreadRow> threads_;
   std::vector<ClassRow> classes_;
+  std::vector<SafepointRow> safepoint_ops_;
+  std::unordered_map<uint64_t, std::string> op_names_;
   std::unordered_map<uint32_t, std::string> comm_;
   std::unordered_map<uint64_t, std::string> names_;
   uint64_t malformed_notices_ = 0;  // user space's own count, beside the kernel's counters
@@ -419,6 +491,7 @@ int stat_pid(const Options& o, Launch* launch) {
     }
     if (skel && (loaded = jvmtrace_stat__load(skel.get())) == 0) {
       maps = StatMaps::of(skel.get());
+      maps.safepoint_ops = skel->maps.safepoint_ops;
       obj = skel->obj;
     }
   }
@@ -438,7 +511,8 @@ int stat_pid(const Options& o, Launch* launch) {
     std::fprintf(stderr, "jvmtrace stat: this JVM's patch predates the pause probes (gc__pause__*): pauses are "
                  "measured from gc__start to gc__end and G1 Remark and Cleanup are not seen; rebuild it with "
                  "scripts/build-patched-jdk.sh\n");
-  StatSession session(o, maps, stock, !stock && !no_pauses, probe_set_name(probe_set), slow_path);
+  StatSession session(o, maps, stock, !stock && !no_pauses, bpf.has_safepoint_probes(), probe_set_name(probe_set),
+                      slow_path);
   RingBuffer names(ring_buffer__new(bpf_map__fd(maps.new_keys), &StatSession::on_new_key, &session, nullptr));
   if (!names) {
     std::fprintf(stderr, "jvmtrace stat: ring buffer: %s\n", std::strerror(errno));

@@ -5,7 +5,9 @@
 #include <cstring>
 #include <map>
 
+#include "base/clock.h"
 #include "hotspot/vmstructs.h"
+#include "process/target.h"
 
 namespace jvmtrace {
 
@@ -18,7 +20,27 @@ constexpr size_t kMaxSymbol = 4096;
 constexpr size_t kMaxCached = 1 << 16;
 }  // namespace
 
-bool MethodNamer::init(pid_t pid, const ElfSymbols& libjvm, uint64_t bias, std::string* error) {
+bool MethodNamer::ensure(std::string* error) {
+  if (ready()) return true;
+  const uint64_t now = clock_ns(CLOCK_MONOTONIC);
+  if (now < next_try_ns_) {
+    *error = error_;
+    return false;
+  }
+  next_try_ns_ = now + 100'000'000;
+  ElfSymbols syms;
+  const uint64_t start = libjvm_map_start(target_);
+  if (!start) {
+    error_ = "libjvm.so is no longer mapped in PID " + std::to_string(target_);
+  } else if (syms.load(libjvm_, &error_)) {
+    init(syms, syms.load_bias(start), &error_);
+  }
+  *error = error_;
+  return ready();
+}
+
+bool MethodNamer::init(const ElfSymbols& libjvm, uint64_t bias, std::string* error) {
+  const pid_t pid = target_;
   std::map<std::string, uint64_t> f, t;
   if (!read_vmstructs(pid, libjvm, bias, &f, error) || !read_vmtypes(pid, libjvm, bias, &t, error)) return false;
   struct Need {

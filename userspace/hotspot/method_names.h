@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "hotspot/elf_symbols.h"
 
@@ -36,9 +37,14 @@ struct MethodInfo {
 
 class MethodNamer {
  public:
-  // The offsets of the HotSpot in pid (libjvm's symbols, load bias); false
-  // with *error if the tables lack a field this needs.
-  bool init(pid_t pid, const ElfSymbols& libjvm, uint64_t bias, std::string* error);
+  // The HotSpot in pid, whose libjvm.so is the file libjvm (as seen from
+  // here: under /proc/PID/root).
+  MethodNamer(pid_t pid, std::string libjvm) : target_(pid), libjvm_(std::move(libjvm)) {}
+  // Reads the offsets once the JVM has set up its tables (a JVM held at
+  // start-up has not yet: asked again at most every 100 ms); false with
+  // *error (the last reason) until then, or when a field this needs is
+  // missing.
+  bool ensure(std::string* error);
   bool ready() const { return pid_ != 0; }
 
   // The names of the method at address method; false if any part is
@@ -62,7 +68,12 @@ class MethodNamer {
   };
   bool pool(uint64_t cp, Pool* out);
 
-  pid_t pid_ = 0;
+  bool init(const ElfSymbols& libjvm, uint64_t bias, std::string* error);
+
+  pid_t target_;
+  std::string libjvm_, error_;
+  uint64_t next_try_ns_ = 0;
+  pid_t pid_ = 0;  // set once ready
   uint64_t method_const_ = 0, const_constants_ = 0, const_name_ = 0, const_sig_ = 0;
   uint64_t pool_holder_ = 0, pool_length_ = 0, pool_source_ = 0, pool_size_ = 0;
   uint64_t klass_name_ = 0, symbol_length_ = 0, symbol_body_ = 0;

@@ -199,6 +199,9 @@ void Recorder::add_alloc_sample(const jt_event& k, size_t size) {
     bool in_file;
     const std::string name = symbolizer_->native_frame(i == 0 ? ip : ip - 1, &in_file);  // a return address is past its call
     if (!in_file) break;
+    // The probe's own frames (the VM's sampler around the probe site) are
+    // jvmtrace's, not the program's.
+    if (frames.empty() && name.rfind("jvmtrace_", 0) == 0) continue;
     frames.push_back({vm_method(name), 0, trace::kFrameVm});
   }
   // The Java frames: named once per Method* while the metadata epoch stays
@@ -216,6 +219,7 @@ void Recorder::add_alloc_sample(const jt_event& k, size_t size) {
   };
   std::vector<Fresh> fresh;
   bool truncated = false;
+  const bool namer_ready = namer_->ensure(&sample_counts_.namer_problem);
   const size_t java0 = frames.size();
   for (uint64_t i = 0; i < depth; i++) {
     jvmtrace_frame f;
@@ -229,7 +233,7 @@ void Recorder::add_alloc_sample(const jt_event& k, size_t size) {
       t.method = it->second;
     } else {
       Fresh n{frames.size(), f.method, {}};
-      if (epoch != ~0ull && namer_->read(f.method, &n.info)) fresh.push_back(std::move(n));
+      if (namer_ready && epoch != ~0ull && namer_->read(f.method, &n.info)) fresh.push_back(std::move(n));
       else t.method = unknown_method();
     }
     frames.push_back(t);

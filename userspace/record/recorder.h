@@ -79,6 +79,7 @@ class Recorder {
     uint64_t truncated = 0;        // samples whose stack went deeper than the VM hands over
     uint64_t stacks_capped = 0;    // samples whose stack was new after the table's cap: written without it
     uint64_t name_reads = 0;       // reads of the target's memory to name methods
+    std::string namer_problem;     // why methods could not be named at all (the VM's tables), if so
   } sample_counts_;
   // Events not stored, by cause (trace::LostKind): written as lost records.
   uint64_t malformed_ = 0, gc_end_unpaired_ = 0;

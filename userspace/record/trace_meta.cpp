@@ -16,7 +16,7 @@ namespace {
 constexpr size_t kMaxCmdline = 16 << 10;
 }  // namespace
 
-TraceMeta::TraceMeta(pid_t pid, const std::string& binary, bool stock, uint64_t ring_bytes, bool stacks)
+TraceMeta::TraceMeta(pid_t pid, const std::string& binary, bool stock, uint64_t ring_bytes, const std::string& stacks)
     : stock_(stock), region_size_(pid, binary) {
   char host[256] = "";
   gethostname(host, sizeof host - 1);
@@ -30,7 +30,7 @@ TraceMeta::TraceMeta(pid_t pid, const std::string& binary, bool stock, uint64_t 
           (cmdline_bytes > kMaxCmdline ? "\ncmdline_bytes=" + std::to_string(cmdline_bytes) : std::string()) +
           "\nstart_monotonic_ns=" + std::to_string(mono0) + "\nstart_realtime_ns=" + std::to_string(real0) +
           "\nring_buffer_bytes=" + std::to_string(ring_bytes);
-  tail_ = std::string(stacks ? "\nstacks=user" : "") +
+  tail_ = std::string(stacks.empty() ? "" : "\nstacks=" + stacks) +
           (stock ? std::string("\nstock_coverage=") + StockTarget::coverage() : std::string()) + "\n";
 }
 
@@ -40,6 +40,7 @@ void TraceMeta::write_once(trace::TraceWriter& w) {
   written_ = true;  // from here on the size is not needed again
   w.meta(head_ + (region_bytes_ ? "\nheap_region_bytes=" + std::to_string(region_bytes_) : std::string()) +
          (stock_ ? "" : pause_probes_ ? "\npause_probes=1" : "\npause_probes=0") +
+         (stock_ ? "" : safepoint_probes_ ? "\nsafepoint_probes=1" : "\nsafepoint_probes=0") +
          (stock_ ? "" : std::string("\nprobe_set=") + probe_set_) + tail_);
 }
 

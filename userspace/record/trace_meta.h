@@ -24,12 +24,15 @@ class TraceMeta {
  public:
   // Reads the JVM's command line, the host name and both clocks now (the
   // recording's start).  stock: stock mode (no probe set, no pause probes).
-  TraceMeta(pid_t pid, const std::string& binary, bool stock, uint64_t ring_bytes, bool stacks);
+  TraceMeta(pid_t pid, const std::string& binary, bool stock, uint64_t ring_bytes, const std::string& stacks);
 
   // USDT mode, once attached: whether the pause probes are there, and the
   // probe set attached.
-  void set_probes(bool pause_probes, const char* probe_set) {
+  // safepoint_probes: the JVM has safepoint__begin/end, which came with
+  // the pause probes of ZGC and Shenandoah.
+  void set_probes(bool pause_probes, bool safepoint_probes, const char* probe_set) {
     pause_probes_ = pause_probes;
+    safepoint_probes_ = safepoint_probes;
     probe_set_ = probe_set;
   }
   // G1's region size while it is not known and the record is not out yet.
@@ -43,7 +46,7 @@ class TraceMeta {
  private:
   std::string head_, tail_;
   bool stock_;
-  bool pause_probes_ = true;
+  bool pause_probes_ = true, safepoint_probes_ = false;
   const char* probe_set_ = "";
   G1RegionSize region_size_;
   uint64_t region_bytes_ = 0;

@@ -204,10 +204,13 @@ NOINLINE static void jvmtrace_fire_sample(JavaThread* jt, uint64_t weight, const
       jvmtrace_format_method((const Method*)(uintptr_t)frames[0].method, method, sizeof method);
     }
   }
+  // In a register: as an operand the compiler would name the global's GOT
+  // slot ("sym@GOTPCREL(%rip)"), which no USDT reader (libbpf) can follow.
+  uint64_t epoch_addr = (uint64_t)p2i(&jvmtrace_metadata_epoch);
+  asm volatile("" : "+r"(epoch_addr));
   JVMTRACE_ALLOC_SAMPLE(method, weight, (const char*)r.class_name, r.class_name_len, r.alloc_bytes,
                         (uint32_t)r.outcome, (uint64_t)p2i(frames), (uint32_t)n,
-                        (uint32_t)sizeof(JvmtraceFrame), r.end_ns, (uint64_t)p2i(&jvmtrace_metadata_epoch),
-                        jvmtrace_tid(jt));
+                        (uint32_t)sizeof(JvmtraceFrame), r.end_ns, epoch_addr, jvmtrace_tid(jt));
 }
 
 void jvmtrace_alloc_sample(JavaThread* jt, uint64_t bytes, const JvmtraceAllocRecord& r) {

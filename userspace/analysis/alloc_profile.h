@@ -1,0 +1,68 @@
+// Where a trace's allocated bytes come from, by the allocation samples of
+// a recording with the VM's own stacks (record --stacks on a JVM with
+// alloc__sample): every sample weighs the bytes its thread's slow paths
+// handed out since that thread's previous sample (new TLABs, objects outside
+// TLABs), so the weights add up to the traced bytes but for each thread's
+// bytes after its last sample, which are kept apart as not sampled.  One
+// aggregation for the flame graph, pprof, report's allocation sites and the
+// HTML page.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "trace/reader.h"
+
+namespace jvmtrace::analysis {
+
+class AllocationProfile {
+ public:
+  explicit AllocationProfile(const trace::TraceReader& reader) : reader_(reader) {}
+  void add(const trace::Record& r);
+
+  // (thread, Java stack id + 1, allocated class, outside TLABs) -> weight.
+  // thread is 0 unless by_thread.
+  struct Key {
+    uint32_t thread;
+    uint64_t stack;  // a Java stack id + 1; 0: the sample carried none
+    uint64_t klass;
+    bool outside;
+    bool operator<(const Key& o) const {
+      return std::tie(thread, stack, klass, outside) < std::tie(o.thread, o.stack, o.klass, o.outside);
+    }
+  };
+  struct Weight {
+    uint64_t bytes = 0, objects = 0, samples = 0;
+  };
+  std::map<Key, Weight> weights(bool by_thread) const;
+
+  // An allocation site: the leaf-most Java frame's method and line.
+  struct Site {
+    uint64_t method = 0, line = 0;
+    Weight weight;
+  };
+  // Heaviest first; a stack with no Java frame is method UINT64_MAX.
+  std::vector<Site> sites() const;
+
+  uint64_t samples() const { return samples_; }
+  uint64_t traced_bytes() const { return traced_bytes_; }    // new TLABs' and outside objects' bytes
+  uint64_t sampled_bytes() const { return sampled_bytes_; }  // the samples' weights
+  // Per thread: its traced bytes after its last sample (never below 0).
+  std::map<uint32_t, uint64_t> unsampled_by_thread() const;
+  uint64_t unsampled_bytes() const;
+  // Java frames in the samples' stacks (each sample counted), and of those
+  // the ones whose method the recorder could not name.
+  uint64_t frames() const { return frames_; }
+  uint64_t frames_unknown() const { return frames_unknown_; }
+
+ private:
+  const trace::TraceReader& reader_;
+  std::map<std::tuple<uint32_t, uint64_t, uint64_t, bool>, Weight> by_key_;  // (thread, stack, class, outside)
+  std::unordered_map<uint32_t, uint64_t> traced_by_thread_, sampled_by_thread_;
+  uint64_t samples_ = 0, traced_bytes_ = 0, sampled_bytes_ = 0, frames_ = 0, frames_unknown_ = 0;
+};
+
+}  // namespace jvmtrace::analysis
