@@ -331,9 +331,12 @@ if [ "$need_build" = 0 ] && { [ "$IN_ROOT" = 0 ] || [ -f "$trixie_root/.complete
   exec 9>"$cache/.stock.lock"
   flock 9 || die "cannot lock $cache/.stock.lock"
 else
+  # One build at a time per release line (its tree is switched between
+  # variants in place); lines build side by side (ccache takes care of
+  # itself).
   need_build=1
-  exec 9>"$cache/.build.lock"
-  flock 9 || die "cannot lock $cache/.build.lock"
+  exec 9>"$cache/.build-$jdk.lock"
+  flock 9 || die "cannot lock $cache/.build-$jdk.lock"
 fi
 
 # --- 0. The Debian 13 root (21, 25) ------------------------------------------
@@ -344,6 +347,10 @@ run_in_root() {
 }
 
 ensure_root() {
+  [ -f "$trixie_root/.complete" ] && return
+  # 21 and 25 share the root: one makes it, the other waits.
+  exec 8>"$cache/.root.lock"
+  flock 8 || die "cannot lock $cache/.root.lock"
   [ -f "$trixie_root/.complete" ] && return
   log "making the Debian 13 root $trixie_root (mmdebstrap; about 5 min, 600 MB; log: $cache/trixie-root.log)"
   rm -rf "$trixie_root" "$trixie_root.tmp"

@@ -117,3 +117,18 @@ def fastdebug_home():
         pytest.fail("the fastdebug JDK is not built; run scripts/build-patched-jdk.sh --variant fastdebug "
                     f"(it said: {r.stderr.strip()})")
     return Path(r.stdout.split("=", 1)[1].strip())
+
+
+@pytest.fixture(scope="session")
+def corpus_inputs(tmp_path_factory, jdks17):
+    """program (tests/corpus.py) -> a directory holding its prepared inputs,
+    made once; a run hard-links them into its own directory."""
+    made = {}
+
+    def get(program):
+        if program.name not in made:
+            d = tmp_path_factory.mktemp(f"input-{program.name}")
+            program.prepare(d, jdks17["patched"])
+            made[program.name] = d
+        return made[program.name]
+    return get

@@ -23,8 +23,10 @@ runs there (HotSpot's -XX:+PauseAtStartup file lands there too).
 """
 import json
 import random
+import shutil
 import subprocess
 import xml.etree.ElementTree as ET
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Tuple
@@ -36,14 +38,47 @@ STDOUT = "stdout.txt"     # where the runner puts the program's standard output
 EXPECTED = "expected.json"
 
 
+# Where jar() takes jars from: the host's /usr/share/java, or (jars_in) a
+# copy a JVM in the Debian 13 root can see.
+_jar_dir = None
+
+
 def jar(pattern):
     """The one jar of /usr/share/java matching pattern (Debian ships some,
-    like Lucene's, only under versioned names)."""
+    like Lucene's, only under versioned names); under jars_in, its copy."""
     found = sorted(SHARE_JAVA.glob(pattern))
     if len(found) != 1:
         raise AssertionError(f"expected one jar {SHARE_JAVA}/{pattern}, found {[str(f) for f in found]}: "
                              "is the program's Debian package installed (scripts/install-deps.sh)?")
-    return str(found[0])
+    if _jar_dir is None:
+        return str(found[0])
+    copy = Path(_jar_dir) / found[0].name
+    if not copy.exists():
+        shutil.copyfile(found[0].resolve(), copy)  # (Debian's jars are often links to versioned files)
+    return str(copy)
+
+
+@contextmanager
+def jars_in(directory):
+    """While in it, jar() gives copies in directory: JDK 21 and 25 run in
+    the Debian 13 root (build-patched-jdk.sh), which sees the host's /tmp
+    but not its /usr/share/java."""
+    global _jar_dir
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    before, _jar_dir = _jar_dir, directory
+    try:
+        yield
+    finally:
+        _jar_dir = before
+
+
+def command(program, home, flags, line, work):
+    """program's command line for the JDK of release line at home, run in
+    work (a directory under /tmp)."""
+    if line == "17":
+        return program.command(home, flags)
+    with jars_in(Path(work) / "jars"):
+        return program.command(home, flags)
 
 
 def java(java_home):

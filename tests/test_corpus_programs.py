@@ -338,20 +338,6 @@ def summary(r):
             f"{r.trace.sums['outside_allocs']}; PLABs {r.trace.sums['plabs']}")
 
 
-@pytest.fixture(scope="session")
-def corpus_inputs(tmp_path_factory, jdks17):
-    """program -> a directory holding its prepared inputs, made once."""
-    made = {}
-
-    def get(program):
-        if program.name not in made:
-            d = tmp_path_factory.mktemp(f"input-{program.name}")
-            program.prepare(d, jdks17["patched"])
-            made[program.name] = d
-        return made[program.name]
-    return get
-
-
 @pytest.fixture(scope="module", params=RUNS, ids=[f"{p.name}-{gc}" for p, gc in RUNS])
 def run(request, jdks17, corpus_inputs, tmp_path_factory):
     program, gc = request.param

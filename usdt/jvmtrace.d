@@ -229,7 +229,7 @@ provider jvmtrace {
 	 * that slow path's alloc__slow/alloc__batch record is reported, when
 	 * the bytes this thread's slow paths handed out since its previous
 	 * sample (new TLABs' sizes, objects allocated outside TLABs) reach the
-	 * thread's sampling interval (random, 512 KiB on average, as JEP 331's),
+	 * thread's sampling interval (random, 64 KiB on average),
 	 * counted only while this probe is attached, and at most about 500 a
 	 * second in the whole VM (a slow path over that is not sampled: its
 	 * bytes count towards the thread's next sample).

@@ -9,7 +9,8 @@ import java.util.function.IntFunction;
  * trusted a freed Method*: classes defined by throw-away class loaders
  * (unloaded by the next collections, their metaspace reused by the next
  * ones), hidden classes (Lookup.defineHiddenClass, one per round, dead
- * after it), and lambdas.
+ * after it), lambdas, and (run with -javaagent: RedefineAgent) classes
+ * redefined, whose old methods the VM frees.
  *
  * Each generated class Gen<N> (N the round) has a method alloc<N>() that
  * allocates; a frame named Gen<N>.alloc<M> with N != M would be a wrong
@@ -60,6 +61,11 @@ public class MetadataChurn {
             // A hidden class of the same bytes (its name gets a suffix).
             Class<?> h = lookup.defineHiddenClass(b, true).lookupClass();
             checksum += (long) h.getMethod("run", int.class).invoke(null, 2000);
+            // Redefined with its own bytes (with -javaagent: RedefineAgent):
+            // new methods, the old ones freed once no frame runs them.
+            if (RedefineAgent.redefine(c, b)) {
+                checksum += (long) c.getMethod("run", int.class).invoke(null, 2000);
+            }
             // A lambda allocating.
             final int extra = r % 3;
             IntFunction<long[]> f = k -> new long[k + extra];

@@ -147,7 +147,7 @@ class Builder {
     if (time_nanos) tail.int64(field::kTimeNanos, time_nanos);
     if (duration_nanos) tail.int64(field::kDurationNanos, duration_nanos);
     tail.message(field::kPeriodType, period_type);
-    tail.int64(field::kPeriod, 512 * 1024);  // the VM's mean sampling interval
+    tail.int64(field::kPeriod, 64 * 1024);  // the VM's mean sampling interval
     tail.int64(field::kComment, comment_id);
     tail.int64(field::kDefaultSampleType, default_type);
     return body + tail.data();

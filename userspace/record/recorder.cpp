@@ -1,11 +1,13 @@
 #include "record/recorder.h"
 
 #include <bpf/bpf.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 
+#include "base/clock.h"
 #include "process/target.h"
 
 namespace jvmtrace {
@@ -220,6 +222,13 @@ void Recorder::add_alloc_sample(const jt_event& k, size_t size) {
   std::vector<Fresh> fresh;
   bool truncated = false;
   const bool namer_ready = namer_->ensure(&sample_counts_.namer_problem);
+  // A test seam (tests/test_allocation_sites.py): names read only once the
+  // sample is this old, so that the classes of its frames may be unloaded
+  // and their memory reused first, as on a recorder that falls behind.
+  if (name_delay_ns_) {
+    const uint64_t now = clock_ns(CLOCK_MONOTONIC);
+    if (now < k.ts_ns + name_delay_ns_) usleep(static_cast<useconds_t>((k.ts_ns + name_delay_ns_ - now) / 1000));
+  }
   const size_t java0 = frames.size();
   for (uint64_t i = 0; i < depth; i++) {
     jvmtrace_frame f;

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <string>
@@ -67,6 +68,8 @@ class Recorder {
     namer_ = namer;
     symbolizer_ = symbolizer;
     samples_by_end_ = by_end;
+    // (a test seam: JVMTRACE_TEST_NAME_DELAY_MS, see add_alloc_sample)
+    if (const char* d = std::getenv("JVMTRACE_TEST_NAME_DELAY_MS")) name_delay_ns_ = std::strtoull(d, nullptr, 10) * 1000000;
   }
   // Writes the samples still waiting for their slow path (its record was
   // lost, or the recording ended first): as the recording ends.
@@ -172,6 +175,7 @@ class Recorder {
   std::map<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t>, uint32_t> methods_;  // interned by names
   std::unordered_map<uint32_t, ThreadSamples> samples_;
   MethodNamer* namer_ = nullptr;
+  uint64_t name_delay_ns_ = 0;
   bool samples_by_end_ = true;
 
   uint64_t text(const std::string& s) {

@@ -160,11 +160,15 @@ static void jvmtrace_format_method(const Method* m, char* buf, size_t size) {
 }
 
 // Sampling by bytes, as JEP 331's: each thread counts down a random
-// interval (exponential, 512 KiB on average) in the bytes its slow paths
+// interval (exponential, 64 KiB on average) in the bytes its slow paths
 // hand out; when it runs out, the slow path is sampled unless the VM has
 // taken JVMTRACE_SAMPLES_PER_WINDOW in this 10 ms window already (then the
-// thread's next slow path tries again).
-static const double JVMTRACE_SAMPLE_MEAN_BYTES = 512.0 * 1024;
+// thread's next slow path tries again).  64 KiB, not JEP 331's 512: a
+// program that allocates little (tens of MB/s) still gets hundreds of
+// samples a second, enough for its sites' shares to be right within a few
+// per cent; the window's cap bounds what a program that allocates a lot
+// pays (about 500 samples a second, a few microseconds each).
+static const double JVMTRACE_SAMPLE_MEAN_BYTES = 64.0 * 1024;
 static const int JVMTRACE_SAMPLES_PER_WINDOW = 5;  // about 500 a second
 static THREAD_LOCAL int64_t jvmtrace_sample_countdown = 0;
 static THREAD_LOCAL uint64_t jvmtrace_sample_rng = 0;

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Benchmark: what a tracer's batched probes add to safepoints that are no
+collection, with many allocating threads (issue 23: the VM once flushed every
+thread's alloc__batch records at every safepoint, under Threads_lock).
+
+SafepointStorm (bench/java) runs THREADS threads that allocate all the time
+while its main thread takes a thread dump every 100 ms (VM_ThreadDump: a
+safepoint, not a collection).  Each round runs it once with nothing attached
+and once under `jvmtrace stat` (the batched probes: every thread keeps its
+slow paths' records), order alternating, on each JDK given; the figures are
+the ThreadDump safepoints' own, from -Xlog:safepoint: the time to reach them,
+the cleanup (where the flush used to run, 17 and 21) and the time at them.
+
+  sudo bench/safepoint_cost.py --home new=/path/to/jdk [--home old=/path] [--threads 500] [--rounds 3]
+"""
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+from helpers import LineReader, parse_safepoints  # noqa: E402
+
+JVMTRACE = REPO / "build/userspace/jvmtrace"
+
+
+def run(home, classes, threads, seconds, attach, work):
+    log = Path(work) / "sp.log"
+    log.unlink(missing_ok=True)
+    java = subprocess.Popen([f"{home}/bin/java", "-XX:+UseG1GC", "-Xmx1g", f"-Xlog:safepoint:file={log}", "-cp",
+                             classes, "SafepointStorm", str(threads), str(seconds)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    out = LineReader(java.stdout)
+    out.wait_for(lambda l: l.startswith("ready"), 120, "SafepointStorm to start")
+    stat = None
+    if attach:
+        stat = subprocess.Popen([str(JVMTRACE), "stat", "-p", str(java.pid), "--json"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+        LineReader(stat.stderr).wait_for(lambda l: l.startswith("Attached"), 60, "stat to attach")
+    java.stdin.write("\n")
+    java.stdin.flush()
+    java.wait(seconds + 120)
+    if stat:
+        stat.wait(60)
+    dumps = [s for s in parse_safepoints(log.read_text()) if s["operation"] == "ThreadDump"]
+    return dumps
+
+
+def summary(dumps, field):
+    v = sorted(d[field] or 0 for d in dumps)
+    return statistics.median(v) / 1e3, v[int(0.99 * (len(v) - 1))] / 1e3
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--home", action="append", required=True, help="NAME=JAVA_HOME (a patched JDK)")
+    ap.add_argument("--threads", type=int, default=500)
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=3)
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as work:
+        classes = Path(work) / "classes"
+        subprocess.run(["javac", "-d", str(classes), str(REPO / "bench/java/SafepointStorm.java")], check=True)
+        results = {}
+        for r in range(a.rounds):
+            for name, home in (h.split("=", 1) for h in a.home):
+                for attach in ((False, True) if r % 2 == 0 else (True, False)):
+                    dumps = run(home, str(classes), a.threads, a.seconds, attach, work)
+                    results.setdefault((name, attach), []).extend(dumps)
+                    print(f"round {r} {name} {'stat' if attach else 'detached'}: {len(dumps)} ThreadDump safepoints",
+                          file=sys.stderr)
+        print(f"ThreadDump safepoints with {a.threads} allocating threads (microseconds: median / p99)")
+        print(f"{'JDK':<10} {'tracer':<9} {'n':>5} {'reaching':>18} {'cleanup':>18} {'at safepoint':>18} {'total':>18}")
+        for (name, attach), dumps in sorted(results.items()):
+            cols = [summary(dumps, f) for f in ("reaching_ns", "cleanup_ns", "at_safepoint_ns", "total_ns")]
+            print(f"{name:<10} {'stat' if attach else 'none':<9} {len(dumps):>5} " +
+                  " ".join(f"{m:>8.0f} / {p:>7.0f}" for m, p in cols))
+
+
+if __name__ == "__main__":
+    main()
