@@ -47,7 +47,9 @@ struct Expected {
   uint64_t ts = 0, count = 0;
   std::string text;
   std::vector<uint64_t> frames;  // kStack
-  uint64_t id = 0;               // kEventStack: stack id + 1; kLost: its kind
+  uint64_t id = 0;               // kEventStack: stack id + 1; kLost: its kind; kMethod, kJavaStack: its id
+  Method method;                 // kMethod
+  std::vector<Frame> java_frames;  // kJavaStack
 };
 
 bool same(const Record& r, const Expected& x, const TraceReader& rd) {
@@ -67,6 +69,8 @@ bool same(const Record& r, const Expected& x, const TraceReader& rd) {
   // (The table may already hold a later rename from the same block.)
   if (r.type == kStack) return r.id == x.id && r.frames == x.frames && r.id < rd.stacks().size();
   if (r.type == kEventStack) return r.id == x.id;
+  if (r.type == kMethod) return r.id == x.id && r.method == x.method;
+  if (r.type == kJavaStack) return r.id == x.id && r.java_frames == x.java_frames;
   return false;
 }
 
@@ -278,6 +282,7 @@ int main(int argc, char** argv) {
   close(fd);
   std::vector<Expected> expected;
   std::vector<std::vector<uint64_t>> final_stacks;  // each stack's last definition
+  uint32_t methods = 0, java_stacks = 0;
   uint64_t ts = 1000000;
   {
     TraceWriter w;
@@ -327,7 +332,30 @@ int main(int argc, char** argv) {
         if (!rename) stacks++;
         final_stacks.resize(stacks);
         final_stacks[id] = frames;
-      } else if (what < 13) {
+      } else if (what < 12 && strings > 0) {  // a method: VM code (no class) or Java
+        Method m;
+        m.klass = rng() % 3 ? rng() % (classes + 1) : 0;
+        m.name = rng() % strings;
+        m.signature = rng() % (strings + 1);
+        m.file = rng() % (strings + 1);
+        CHECK(w.define_method(m) == methods, "method ids count up");
+        Expected x{kMethod, {}, 0, 0, ""};
+        x.method = m;
+        x.id = methods++;
+        expected.push_back(x);
+      } else if (what < 13 && methods > 0) {  // a Java stack of 0..150 frames of every kind
+        std::vector<Frame> frames(rng() % 151);
+        for (Frame& f : frames) {
+          f.method = rng() % methods;
+          f.line = rng() % 3 ? rng() % 70000 : value();
+          f.kind = static_cast<uint8_t>(rng() % kFrameKindCount);
+        }
+        CHECK(w.define_java_stack(frames) == java_stacks, "Java stack ids count up");
+        Expected x{kJavaStack, {}, 0, 0, ""};
+        x.java_frames = frames;
+        x.id = java_stacks++;
+        expected.push_back(x);
+      } else if (what < 14) {
         const uint64_t count = 1 + rng() % 1000;
         const uint8_t kind = static_cast<uint8_t>(rng() % 4 ? uint64_t{kLostRingBuffer} : rng() % 16);  // any 4 bits
         w.lost(ts, count, kind);
@@ -345,6 +373,7 @@ int main(int argc, char** argv) {
             case kClassId: e.a[k] = rng() % classes; break;
             case kStringId: e.a[k] = rng() % strings; break;
             case kUnused: e.a[k] = 0; break;
+            case kJavaStackId: e.a[k] = rng() % (java_stacks + 1); break;  // 0: none
             default: e.a[k] = value();
           }
         }
@@ -364,7 +393,7 @@ int main(int argc, char** argv) {
         if (e.probe >= JT_GC_START) last_gc = e.a[0];
         w.event(e);
         expected.push_back({static_cast<uint8_t>(e.probe), e, 0, 0, ""});
-        if (stacks && rng() % 3 == 0) {  // its stack, or "none captured"
+        if (stacks && e.probe != JT_ALLOC_SAMPLE && rng() % 3 == 0) {  // its stack, or "none captured"
           const int64_t id = rng() % 4 ? static_cast<int64_t>(rng() % stacks) : -1;
           w.event_stack(id);
           Expected x{kEventStack, {}, 0, 0, ""};
@@ -393,6 +422,9 @@ int main(int argc, char** argv) {
     rd.open_memory(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), &err);
     rd.read([](const Record&, uint64_t) {});
     CHECK(rd.stacks() == final_stacks, "the stack table after reading is not the last definitions");
+    CHECK(rd.methods().size() == methods && rd.java_stacks().size() == java_stacks,
+          "%zu methods and %zu Java stacks read back of %u and %u", rd.methods().size(), rd.java_stacks().size(),
+          methods, java_stacks);
   }
 
   // 2. Cut at every byte: a prefix, never more than the complete blocks hold,

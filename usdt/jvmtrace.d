@@ -177,10 +177,11 @@ provider jvmtrace {
 	 *   ZGC's and Shenandoah's pauses carry their collection's cause (their
 	 *   log lines print none).
 	 * kind: 0 young (every G1 young type, Mixed too), 1 full, 2 remark,
-	 *   3 cleanup, 4 a concurrent collection's pause (ZGC; generational
-	 *   ZGC's young ones; Shenandoah's), 5 the same of an old generation
-	 *   (generational ZGC's "O:"; generational Shenandoah's "Pause Final
-	 *   Mark (Old)"), 6 Shenandoah's degenerated collection.
+	 *   3 cleanup, 4 concurrent (a pause of a concurrent collection: ZGC,
+	 *   generational ZGC's young ones, Shenandoah), 5 concurrent old (the
+	 *   same of an old generation: generational ZGC's "O:" pauses,
+	 *   generational Shenandoah's "Pause Final Mark" of the old
+	 *   generation), 6 degenerated (Shenandoah's degenerated collection).
 	 * heap_used / heap_committed: the whole heap at this instant; at the
 	 *   start the log's "before", at the end its "after(committed)". */
 	probe gc__pause__start(uint32_t gc_id, const char *name, const char *cause,
@@ -226,16 +227,20 @@ provider jvmtrace {
 	 * stack the VM itself walked (vframes: interpreted, C1, C2 and inlined
 	 * frames with their lines), for a tracer that wants allocation sites.
 	 * Fires on the allocating thread at the end of its slow path, before
-	 * that slow path's alloc__slow/alloc__batch record is reported, when
-	 * the bytes this thread's slow paths handed out since its previous
-	 * sample (new TLABs' sizes, objects allocated outside TLABs) reach the
-	 * thread's sampling interval (random, 64 KiB on average),
-	 * counted only while this probe is attached, and at most about 500 a
-	 * second in the whole VM (a slow path over that is not sampled: its
-	 * bytes count towards the thread's next sample).
+	 * that slow path's alloc__slow/alloc__batch record is reported.  Each
+	 * thread counts down a random interval (exponential, of a mean that
+	 * starts at 64 KiB) in the bytes its slow paths hand out (a new TLAB's
+	 * size, an object's outside TLABs), counted only while this probe is
+	 * attached; the slow path where it runs out fires.  So a slow path of B
+	 * bytes is sampled with probability 1 - e^(-B/mean), independently of
+	 * the others.  The VM holds the rate near 500 a second by the mean: it
+	 * doubles for every 50 samples in a 100 ms window and halves back for
+	 * each quiet window; no slow path that ran out is left unsampled.
 	 * method: the leaf-most Java frame, "package.Class.method",
 	 *   NUL-terminated; valid only while the probe fires.
-	 * weight_bytes: those bytes (this slow path's included).
+	 * weight_bytes: the bytes this sample stands for, B / (1 - e^(-B/mean))
+	 *   (B for a slow path far over the mean, about the mean for a small
+	 *   one): summed by method, an unbiased estimate of each method's bytes.
 	 * class_name, class_name_len, alloc_bytes, outcome: as alloc__slow.
 	 * frames, depth, frame_bytes: depth frames of frame_bytes bytes at
 	 *   frames, leaf first, valid only while the probe fires; a frame

@@ -28,8 +28,7 @@ void AllocationProfile::add(const trace::Record& r) {
       w.objects += trace::sample_objects(a[0], a[2]);
       w.samples++;
       samples_++;
-      sampled_bytes_ += a[0];
-      sampled_by_thread_[e.thread] += a[0];
+      estimated_by_thread_[e.thread] += a[0];
       if (a[4])
         for (const trace::Frame& f : reader_.java_stacks()[a[4] - 1]) {
           if (f.kind == trace::kFrameVm) continue;
@@ -41,9 +40,51 @@ void AllocationProfile::add(const trace::Record& r) {
   }
 }
 
+std::map<AllocationProfile::RawKey, AllocationProfile::Weight> AllocationProfile::scaled() const {
+  // Per thread, exact shares of its traced bytes, rounded so that they add
+  // up: each key gets the floor of its share, and the bytes left over go
+  // one each to the largest remainders.
+  std::map<RawKey, Weight> out;
+  std::unordered_map<uint32_t, std::vector<std::pair<double, RawKey>>> remainders;
+  std::unordered_map<uint32_t, uint64_t> given;
+  for (const auto& [k, w] : by_key_) {
+    const uint32_t thread = std::get<0>(k);
+    auto traced = traced_by_thread_.find(thread);
+    const uint64_t estimated = estimated_by_thread_.at(thread);
+    Weight& o = out[k];
+    o.samples = w.samples;
+    if (traced == traced_by_thread_.end() || estimated == 0) {
+      o.bytes = w.bytes;
+      o.objects = w.objects;
+      continue;
+    }
+    const double f = static_cast<double>(traced->second) / static_cast<double>(estimated);
+    const double exact = static_cast<double>(w.bytes) * f;
+    o.bytes = static_cast<uint64_t>(exact);
+    o.objects = static_cast<uint64_t>(static_cast<double>(w.objects) * f + 0.5);
+    given[thread] += o.bytes;
+    remainders[thread].push_back({exact - static_cast<double>(o.bytes), k});
+  }
+  for (auto& [thread, rest] : remainders) {
+    const uint64_t traced = traced_by_thread_.at(thread);
+    uint64_t left = traced > given[thread] ? traced - given[thread] : 0;
+    std::sort(rest.begin(), rest.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    for (size_t i = 0; left > 0 && !rest.empty(); i = (i + 1) % rest.size(), left--) out[rest[i].second].bytes++;
+  }
+  return out;
+}
+
+uint64_t AllocationProfile::sampled_bytes() const {
+  uint64_t n = 0;
+  for (const auto& [k, w] : scaled()) n += w.bytes;
+  return n;
+}
+
 std::map<AllocationProfile::Key, AllocationProfile::Weight> AllocationProfile::weights(bool by_thread) const {
   std::map<Key, Weight> out;
-  for (const auto& [k, w] : by_key_) {
+  for (const auto& [k, w] : scaled()) {
     Weight& o = out[{by_thread ? std::get<0>(k) : 0, std::get<1>(k), std::get<2>(k), std::get<3>(k)}];
     o.bytes += w.bytes;
     o.objects += w.objects;
@@ -54,7 +95,7 @@ std::map<AllocationProfile::Key, AllocationProfile::Weight> AllocationProfile::w
 
 std::vector<AllocationProfile::Site> AllocationProfile::sites() const {
   std::map<std::pair<uint64_t, uint64_t>, Weight> by_site;
-  for (const auto& [k, w] : by_key_) {
+  for (const auto& [k, w] : scaled()) {
     const uint64_t stack = std::get<1>(k);
     const trace::Frame* site = stack ? allocation_site(reader_.java_stacks()[stack - 1]) : nullptr;
     Weight& o = by_site[site ? std::make_pair(site->method, site->line) : std::make_pair(UINT64_MAX, uint64_t{0})];
@@ -74,9 +115,7 @@ std::vector<AllocationProfile::Site> AllocationProfile::sites() const {
 std::map<uint32_t, uint64_t> AllocationProfile::unsampled_by_thread() const {
   std::map<uint32_t, uint64_t> out;
   for (const auto& [thread, traced] : traced_by_thread_) {
-    auto it = sampled_by_thread_.find(thread);
-    const uint64_t sampled = it == sampled_by_thread_.end() ? 0 : it->second;
-    if (traced > sampled) out[thread] = traced - sampled;
+    if (traced > 0 && !estimated_by_thread_.count(thread)) out[thread] = traced;
   }
   return out;
 }

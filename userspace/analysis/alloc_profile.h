@@ -1,11 +1,12 @@
 // Where a trace's allocated bytes come from, by the allocation samples of
 // a recording with the VM's own stacks (record --stacks on a JVM with
-// alloc__sample): every sample weighs the bytes its thread's slow paths
-// handed out since that thread's previous sample (new TLABs, objects outside
-// TLABs), so the weights add up to the traced bytes but for each thread's
-// bytes after its last sample, which are kept apart as not sampled.  One
-// aggregation for the flame graph, pprof, report's allocation sites and the
-// HTML page.
+// alloc__sample).  Each sample carries the VM's estimate of the bytes it
+// stands for (its slow path's bytes over the chance it had of being
+// sampled); a thread's estimates are scaled so that they add up to the bytes
+// its slow paths handed out (new TLABs, objects outside TLABs), which the
+// trace counts exactly.  So the weights add up to the traced bytes, but for
+// the threads never sampled (kept apart as not sampled).  One aggregation
+// for the flame graph, pprof, report's allocation sites and the HTML page.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -49,8 +50,8 @@ class AllocationProfile {
 
   uint64_t samples() const { return samples_; }
   uint64_t traced_bytes() const { return traced_bytes_; }    // new TLABs' and outside objects' bytes
-  uint64_t sampled_bytes() const { return sampled_bytes_; }  // the samples' weights
-  // Per thread: its traced bytes after its last sample (never below 0).
+  uint64_t sampled_bytes() const;  // the samples' weights, scaled
+  // Per thread never sampled: its traced bytes.
   std::map<uint32_t, uint64_t> unsampled_by_thread() const;
   uint64_t unsampled_bytes() const;
   // Java frames in the samples' stacks (each sample counted), and of those
@@ -59,10 +60,16 @@ class AllocationProfile {
   uint64_t frames_unknown() const { return frames_unknown_; }
 
  private:
+  using RawKey = std::tuple<uint32_t, uint64_t, uint64_t, bool>;  // (thread, stack, class, outside)
+  // by_key_ with each thread's weights scaled to its traced bytes (a
+  // thread with samples but no traced bytes, whose slow paths were lost,
+  // keeps the VM's estimates).
+  std::map<RawKey, Weight> scaled() const;
+
   const trace::TraceReader& reader_;
-  std::map<std::tuple<uint32_t, uint64_t, uint64_t, bool>, Weight> by_key_;  // (thread, stack, class, outside)
-  std::unordered_map<uint32_t, uint64_t> traced_by_thread_, sampled_by_thread_;
-  uint64_t samples_ = 0, traced_bytes_ = 0, sampled_bytes_ = 0, frames_ = 0, frames_unknown_ = 0;
+  std::map<RawKey, Weight> by_key_;  // the VM's estimates
+  std::unordered_map<uint32_t, uint64_t> traced_by_thread_, estimated_by_thread_;
+  uint64_t samples_ = 0, traced_bytes_ = 0, frames_ = 0, frames_unknown_ = 0;
 };
 
 }  // namespace jvmtrace::analysis

@@ -426,7 +426,7 @@ int report_command(int argc, char** argv) {
         break;
       case 't':
         if (!parse_long(optarg, 1, 100000, &top)) {
-          std::fprintf(stderr, "jvmtrace report: --top takes a positive number, not '%s'\n", optarg);
+          std::fprintf(stderr, "jvmtrace report: --top takes a number from 1 to 100000, not '%s'\n", optarg);
           return 2;
         }
         break;

@@ -297,7 +297,7 @@ void Recorder::add_alloc_sample(const jt_event& k, size_t size) {
   e.a[4] = stack_plus_one;
   ThreadSamples& t = samples_[k.tid];
   if (t.pending.size() >= kMaxPendingSamples) {
-    write_sample(&t, &t.pending.front(), false);
+    write_sample(&t.pending.front(), false);
     t.pending.pop_front();
   }
   t.pending.push_back({e, samples_by_end_ ? end_ns : 0});
@@ -305,25 +305,20 @@ void Recorder::add_alloc_sample(const jt_event& k, size_t size) {
 
 void Recorder::slow_path_written(uint32_t tid, const jvmtrace_alloc_record& p) {
   ThreadSamples& t = samples_[tid];
-  t.bytes_since += jvmtrace_slow_new_tlab(p.outcome) ? p.tlab_bytes
-                   : jvmtrace_slow_outside_tlab(p.outcome) ? p.alloc_bytes : 0;
   while (!t.pending.empty()) {
     PendingSample& s = t.pending.front();
     if (s.end_ns != 0 && s.end_ns > p.end_ns) break;  // an earlier slow path of the thread
     // Its own slow path (combined: the thread's next one), or one after it
     // (its own record never came).
-    write_sample(&t, &s, s.end_ns == 0 || s.end_ns == p.end_ns);
+    write_sample(&s, s.end_ns == 0 || s.end_ns == p.end_ns);
     t.pending.pop_front();
     if (s.end_ns == p.end_ns) break;
   }
 }
 
-void Recorder::write_sample(ThreadSamples* t, PendingSample* s, bool matched) {
-  // The weight: every byte this thread's slow paths handed out since its
-  // previous sample, so the weights add up to the trace's bytes (all but
-  // those after each thread's last sample).
-  s->event.a[0] = t->bytes_since;
-  t->bytes_since = 0;
+void Recorder::write_sample(PendingSample* s, bool matched) {
+  // The weight is the VM's (the bytes the sample stands for): analysis
+  // scales each thread's to the bytes its slow paths handed out.
   w_->event(s->event);
   sample_counts_.samples++;
   if (!matched) sample_counts_.unmatched++;
@@ -332,7 +327,7 @@ void Recorder::write_sample(ThreadSamples* t, PendingSample* s, bool matched) {
 void Recorder::flush_samples() {
   for (auto& [tid, t] : samples_) {
     while (!t.pending.empty()) {
-      write_sample(&t, &t.pending.front(), false);
+      write_sample(&t.pending.front(), false);
       t.pending.pop_front();
     }
   }

@@ -145,20 +145,19 @@ class Recorder {
 
   // alloc__sample: a kernel record of one sample (JT_K_ALLOC_SAMPLE).
   void add_alloc_sample(const jt_event& k, size_t size);
-  // A sample waiting for its slow path's record: its event (weight set
-  // when it is written) and the slow path's end_ns.
+  // A sample waiting for its slow path's record: its event and the slow
+  // path's end_ns.
   struct PendingSample {
     trace::Event event;
     uint64_t end_ns;
   };
   struct ThreadSamples {
     std::deque<PendingSample> pending;
-    uint64_t bytes_since = 0;  // this thread's slow-path bytes since its last sample
   };
-  // A slow path of tid has just been written: its bytes count towards the
-  // thread's next sample; a sample waiting for it is written after it.
+  // A slow path of tid has just been written: a sample waiting for it is
+  // written after it.
   void slow_path_written(uint32_t tid, const jvmtrace_alloc_record& p);
-  void write_sample(ThreadSamples* t, PendingSample* s, bool matched);
+  void write_sample(PendingSample* s, bool matched);
   // The trace's method id for a method (by its names), or for an unnamed one.
   uint32_t method_id(const trace::Method& m);
   uint32_t unknown_method();

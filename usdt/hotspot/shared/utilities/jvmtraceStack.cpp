@@ -160,38 +160,66 @@ static void jvmtrace_format_method(const Method* m, char* buf, size_t size) {
 }
 
 // Sampling by bytes, as JEP 331's: each thread counts down a random
-// interval (exponential, 64 KiB on average) in the bytes its slow paths
-// hand out; when it runs out, the slow path is sampled unless the VM has
-// taken JVMTRACE_SAMPLES_PER_WINDOW in this 10 ms window already (then the
-// thread's next slow path tries again).  64 KiB, not JEP 331's 512: a
-// program that allocates little (tens of MB/s) still gets hundreds of
-// samples a second, enough for its sites' shares to be right within a few
-// per cent; the window's cap bounds what a program that allocates a lot
-// pays (about 500 samples a second, a few microseconds each).
-static const double JVMTRACE_SAMPLE_MEAN_BYTES = 64.0 * 1024;
-static const int JVMTRACE_SAMPLES_PER_WINDOW = 5;  // about 500 a second
-static THREAD_LOCAL int64_t jvmtrace_sample_countdown = 0;
-static THREAD_LOCAL uint64_t jvmtrace_sample_rng = 0;
+// interval (exponential, of mean jvmtrace_sample_interval) in the bytes its
+// slow paths hand out (a new TLAB's, an object's outside TLABs), and the
+// slow path where it runs out is sampled.  The countdown forgets its past,
+// so a slow path of B bytes is sampled with probability p = 1 - e^(-B/mean)
+// whatever came before it; the sample weighs B / p bytes (Horvitz-Thompson:
+// what it stands for, on average exactly its slow paths' bytes), which a
+// tracer may scale to the bytes it counted exactly.
+//
+// The mean starts at 64 KiB, not JEP 331's 512: a program that allocates
+// little (tens of MB/s) still gets hundreds of samples a second, enough for
+// its sites' shares to be right within a few per cent.  A program that
+// allocates a lot would get more than it should pay for, so the VM counts
+// its samples in 100 ms windows: every JVMTRACE_SAMPLES_PER_WINDOW samples
+// in one window double the mean, and each quiet window (under a quarter of
+// that) halves it back toward 64 KiB.  The rate is held by the mean, never
+// by leaving out a slow path that ran out (that would move its bytes onto
+// whatever slow path came next: measured on Lucene, its byte buffers' share
+// fell from 24% to 13%).  A thread picks a new mean up at its next slow path
+// by rescaling what is left of its countdown (still exponential, of the new
+// mean), and weighs its samples by the mean it drew with.
+static const int64_t JVMTRACE_SAMPLE_BASE_BYTES = 64 * 1024;
+static const int64_t JVMTRACE_SAMPLE_MAX_BYTES = (int64_t)1 << 40;
+static const jlong JVMTRACE_SAMPLE_WINDOW_NS = 100 * NANOSECS_PER_MILLISEC;
+static const int JVMTRACE_SAMPLES_PER_WINDOW = 50;  // about 500 a second
+static volatile int64_t jvmtrace_sample_interval = JVMTRACE_SAMPLE_BASE_BYTES;
 static volatile jlong jvmtrace_sample_window = 0;
 static volatile int jvmtrace_sample_window_used = 0;
+static THREAD_LOCAL int64_t jvmtrace_sample_countdown = 0;
+static THREAD_LOCAL int64_t jvmtrace_sample_mean = 0;  // the mean the countdown was drawn with
+static THREAD_LOCAL uint64_t jvmtrace_sample_rng = 0;
 
-static int64_t jvmtrace_next_interval() {
+static int64_t jvmtrace_next_interval(int64_t mean) {
   uint64_t x = jvmtrace_sample_rng != 0 ? jvmtrace_sample_rng : ((uint64_t)os::javaTimeNanos() | 1);
   x ^= x << 13;
   x ^= x >> 7;
   x ^= x << 17;
   jvmtrace_sample_rng = x;
   const double u = (double)(x >> 11) * (1.0 / 9007199254740992.0);  // [0, 1)
-  return (int64_t)(-log(1.0 - u) * JVMTRACE_SAMPLE_MEAN_BYTES) + 1;
+  return (int64_t)(-log(1.0 - u) * (double)mean) + 1;
 }
 
-static bool jvmtrace_within_rate() {  // approximate: a race costs a sample more or less
-  const jlong w = os::javaTimeNanos() / (10 * NANOSECS_PER_MILLISEC);
+// A sample was taken: count it in its window and move the mean.  Races
+// between threads lose an update at most; every sample's weight uses the
+// mean its own thread drew with, so none is ever weighed wrongly.
+static void jvmtrace_sample_taken() {
+  const jlong w = os::javaTimeNanos() / JVMTRACE_SAMPLE_WINDOW_NS;
   const jlong seen = Atomic::load(&jvmtrace_sample_window);
   if (seen != w && Atomic::cmpxchg(&jvmtrace_sample_window, seen, w) == seen) {
-    Atomic::store(&jvmtrace_sample_window_used, 0);
+    const int used = Atomic::xchg(&jvmtrace_sample_window_used, 0);
+    // The window that ended, if quiet, and each window since (no sample at all).
+    const jlong quiet = (used < JVMTRACE_SAMPLES_PER_WINDOW / 4 ? 1 : 0) + MIN2((jlong)40, MAX2((jlong)0, w - seen - 1));
+    if (quiet > 0) {
+      const int64_t mean = Atomic::load(&jvmtrace_sample_interval);
+      Atomic::store(&jvmtrace_sample_interval, MAX2(JVMTRACE_SAMPLE_BASE_BYTES, mean >> quiet));
+    }
   }
-  return Atomic::add(&jvmtrace_sample_window_used, 1) <= JVMTRACE_SAMPLES_PER_WINDOW;
+  if (Atomic::add(&jvmtrace_sample_window_used, 1) % JVMTRACE_SAMPLES_PER_WINDOW == 0) {
+    const int64_t mean = Atomic::load(&jvmtrace_sample_interval);
+    Atomic::store(&jvmtrace_sample_interval, MIN2(JVMTRACE_SAMPLE_MAX_BYTES, mean * 2));
+  }
 }
 
 // The frames and the leaf's name on this function's own stack (valid while
@@ -218,17 +246,21 @@ NOINLINE static void jvmtrace_fire_sample(JavaThread* jt, uint64_t weight, const
 }
 
 void jvmtrace_alloc_sample(JavaThread* jt, uint64_t bytes, const JvmtraceAllocRecord& r) {
-  static THREAD_LOCAL uint64_t weight = 0;
-  if (jvmtrace_sample_countdown == 0) {
-    jvmtrace_sample_countdown = jvmtrace_next_interval();
+  if (bytes == 0) return;  // a failed allocation: nothing handed out
+  const int64_t mean = Atomic::load(&jvmtrace_sample_interval);
+  if (jvmtrace_sample_mean != mean) {
+    jvmtrace_sample_countdown = jvmtrace_sample_mean == 0
+        ? jvmtrace_next_interval(mean)
+        : (int64_t)((double)jvmtrace_sample_countdown * ((double)mean / (double)jvmtrace_sample_mean)) + 1;
+    jvmtrace_sample_mean = mean;
   }
-  weight += bytes;
-  jvmtrace_sample_countdown -= (int64_t)bytes;
-  if (jvmtrace_sample_countdown > 0 || !jvmtrace_within_rate()) {
+  jvmtrace_sample_countdown -= (int64_t)MIN2(bytes, (uint64_t)JVMTRACE_SAMPLE_MAX_BYTES);
+  if (jvmtrace_sample_countdown > 0) {
     return;
   }
-  jvmtrace_sample_countdown = jvmtrace_next_interval();
-  const uint64_t w = weight;
-  weight = 0;
-  jvmtrace_fire_sample(jt, w, r);
+  jvmtrace_sample_countdown = jvmtrace_next_interval(mean);
+  const double p = -expm1(-(double)bytes / (double)mean);  // this slow path's chance
+  const uint64_t weight = (uint64_t)((double)bytes / p + 0.5);
+  jvmtrace_sample_taken();
+  jvmtrace_fire_sample(jt, weight, r);
 }
