@@ -114,6 +114,8 @@ CONFIG_TABLE = {
     "patched": ("patched", None, []),
     "stat": ("patched", "stat", ["--mode", "usdt"]),
     "record": ("patched", "record", ["--mode", "usdt"]),
+    # Allocation sites (issue 22): the VM's own stacks, sampled by bytes.
+    "record-stacks": ("patched", "record", ["--mode", "usdt", "--stacks"]),
     "stock-stat": ("unpatched", "stat", ["--mode", "stock"]),
     "stock-record": ("unpatched", "record", ["--mode", "stock"]),
     # Only with a jvmtrace that has --probe-set (issue 14): the old probes

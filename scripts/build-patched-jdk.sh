@@ -140,8 +140,12 @@ trixie_root=$cache/trixie-root-$root_key
 # The cache key: everything that decides the bytes of an image.
 base_key=$(echo "$SRC_PKG $SRC_VERSION ${CONFIGURE_FLAGS[*]} recipe=$RECIPE" | sha256sum | cut -c1-12)
 [ "$IN_ROOT" = 1 ] && base_key=$(echo "$base_key root=$root_key" | sha256sum | cut -c1-12)
-patched_key=$( { echo "$base_key"; cat "$patch_file" "$contract" "$abi" 2>/dev/null; \
-                 find "$shared_dir" -type f | LC_ALL=C sort | xargs cat; } | sha256sum | cut -c1-12)
+# The contract counts without its comments (its documentation: dtrace -h
+# makes the same header of it whatever they say), so rewording a probe's
+# description costs no rebuild.
+patched_key=$( { echo "$base_key"; cat "$patch_file" 2>/dev/null; perl -0777 -pe 's{/\*.*?\*/}{}gs' "$contract"; \
+                 cat "$abi" 2>/dev/null; find "$shared_dir" -type f | LC_ALL=C sort | xargs cat; } \
+               | sha256sum | cut -c1-12)
 # fastdebug: the patched tree configured a second time (its own CONF) with
 # the debug level changed.
 FASTDEBUG_FLAGS=("${CONFIGURE_FLAGS[@]/--with-debug-level=release/--with-debug-level=fastdebug}")

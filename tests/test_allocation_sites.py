@@ -26,6 +26,7 @@ start-up while `record --stacks` attaches and JFR records from its start:
 
 The names' lifetime (classes unloaded and their metadata reused, hidden
 classes, lambdas) is test_method_names_stay_right, on MetadataChurn."""
+import datetime
 import json
 import os
 import re
@@ -89,15 +90,26 @@ def top(share, n=10):
     return [k for k, _ in sorted(share.items(), key=lambda kv: (-kv[1], kv[0]))[:n]]
 
 
+def wall_ns(stamp):
+    """ns since the epoch of one of `jfr print --json`'s ISO times
+    ("2026-11-25T16:36:41.123456789Z", offset or Z)."""
+    m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)", stamp)
+    assert m, stamp
+    tz = "+00:00" if m.group(3) == "Z" else m.group(3)
+    whole = datetime.datetime.fromisoformat(m.group(1) + tz)
+    return int(whole.timestamp()) * 10**9 + int((m.group(2) or "0").ljust(9, "0")[:9])
+
+
 def jfr_sites(home, recording):
     """method -> bytes by the top (allocating) frame: of JFR's event for
     every slow path (a new TLAB's size, an object's outside TLABs), of its
-    samples (their weights); and how many events of each."""
+    samples (their weights); how many events of each; and the wall-clock
+    span of the every-slow-path events."""
     r = subprocess.run([str(Path(home) / "bin/jfr"), "print", "--json", "--events",
                         "jdk.ObjectAllocationInNewTLAB,jdk.ObjectAllocationOutsideTLAB,jdk.ObjectAllocationSample",
                         str(recording)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
-    every, sampled, counts = Counter(), Counter(), Counter()
+    every, sampled, counts, span = Counter(), Counter(), Counter(), [None, None]
     for e in json.loads(r.stdout)["recording"]["events"]:
         v = e["values"]
         frames = (v.get("stackTrace") or {}).get("frames") or []
@@ -108,21 +120,36 @@ def jfr_sites(home, recording):
         counts[e["type"]] += 1
         if e["type"] == "jdk.ObjectAllocationSample":
             sampled[method] += v["weight"]
-        else:
-            every[method] += v["tlabSize"] if e["type"] == "jdk.ObjectAllocationInNewTLAB" else v["allocationSize"]
-    return every, sampled, counts
+            continue
+        every[method] += v["tlabSize"] if e["type"] == "jdk.ObjectAllocationInNewTLAB" else v["allocationSize"]
+        t = wall_ns(v["startTime"])
+        span = [t if span[0] is None else min(span[0], t), t if span[1] is None else max(span[1], t)]
+    return every, sampled, counts, span
 
 
-def jvmtrace_sites(trace):
-    """method -> bytes of the trace's samples by their allocation site, and
-    report's summary of them."""
+def jvmtrace_sites(trace, span=None):
+    """method -> bytes of the trace's samples by their allocation site (the
+    leaf-most Java frame), by the VM's weights (unbiased estimates), only
+    those within span (wall-clock ns; JFR records from a little after the
+    JVM started, and its own start-up allocates); and report's summary of
+    the whole trace."""
     rep = json.loads(subprocess.run([str(JVMTRACE), "report", "--json", "--top", "100000", str(trace)],
                                     capture_output=True, text=True, timeout=300, check=True).stdout)
-    by_method = Counter()
-    for s in rep["allocation_sites"]:
-        if s["method"] is not None:
-            name, _, method = s["method"].rpartition(".")
-            by_method[class_of(name) + "." + method] += s["bytes"]
+    r = subprocess.run([str(JVMTRACE), "dump", "--json", str(trace)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    by_method, offset = Counter(), None
+    for line in r.stdout.splitlines():
+        x = json.loads(line)
+        if x["type"] == "meta":
+            offset = int(x["start_realtime_ns"]) - int(x["start_monotonic_ns"])
+        if x.get("probe") != "alloc__sample":
+            continue
+        if span and not span[0] <= x["ts_ns"] + offset <= span[1]:
+            continue
+        java = [f for f in x["args"]["stack"] if f["kind"] != "vm"]
+        if java and java[0]["method"] != "[unknown method]":
+            name, _, method = java[0]["method"].rpartition(".")
+            by_method[class_of(name) + "." + method] += x["args"]["weight_bytes"]
     return by_method, rep
 
 
@@ -173,8 +200,8 @@ def test_allocation_sites_agree_with_jfr(sites_run):
     r = sites_run
     r["program"].check(r["work"], jdk_homes("17")["patched"])
     assert "allocation samples with the VM's own stacks" in r["rec_err"], r["rec_err"]
-    every, sampled, counts = jfr_sites(r["home"], r["work"] / "rec.jfr")
-    ours, rep = jvmtrace_sites(r["trace"])
+    every, sampled, counts, span = jfr_sites(r["home"], r["work"] / "rec.jfr")
+    ours, rep = jvmtrace_sites(r["trace"], span)
     a, b, j = shares(every), shares(ours), shares(sampled)
     agree = agreement(a, b)
     overlap = set(top(a)) & set(top(b))
@@ -223,7 +250,8 @@ def test_pprof_profile_reads_in_go_tool_pprof(sites_run, tmp_path):
     for line in top_text.stdout.splitlines():
         f = line.split()
         if len(f) >= 6 and f[0].endswith("B") and f[1].endswith("%"):
-            flat.append((int(f[0][:-1]), " ".join(f[5:])))
+            # pprof marks a function inlined at a location "(inline)", or "(partial-inline)".
+            flat.append((int(f[0][:-1]), re.sub(r" \((partial-)?inline\)$", "", " ".join(f[5:]))))
     by_method = Counter()
     for s in rep["allocation_sites"]:
         if s["method"]:
@@ -306,11 +334,12 @@ def test_method_names_stay_right(jdks, java_classes, tmp_path, delay_ms):
                 if names[i - 1] != "[unknown method]" and (not callee or callee.group(1) != n):
                     wrong.append((name, names[:4]))
     assert not wrong, f"{len(wrong)} frames named wrongly: {wrong[:10]}"
-    assert gen_samples > 50, f"only {gen_samples} samples in the generated classes: the test lost its point"
+    if not delay_ms:
+        assert gen_samples > 50, f"only {gen_samples} samples in the generated classes: the test lost its point"
     # Unknown frames are counted where record reports them.
     m = re.search(r"(\d+) Java frames, (\d+) of them of a method not named", rec_err)
     assert m and int(m.group(2)) == unknown, (rec_err, unknown)
     if delay_ms:
         # Read 400 ms late, with classes unloaded meanwhile: some names were
         # refused rather than read from reused memory.
-        assert unknown > 0, "no name was refused: the late reader did not race the unloading"
+        assert unknown > 50, f"only {unknown} names refused: the late reader did not race the unloading"

@@ -234,8 +234,8 @@ provider jvmtrace {
 	 * attached; the slow path where it runs out fires.  So a slow path of B
 	 * bytes is sampled with probability 1 - e^(-B/mean), independently of
 	 * the others.  The VM holds the rate near 500 a second by the mean: it
-	 * doubles for every 50 samples in a 100 ms window and halves back for
-	 * each quiet window; no slow path that ran out is left unsampled.
+	 * doubles for every 500 samples in a window of a second and halves back
+	 * for each quiet window; no slow path that ran out is left unsampled.
 	 * method: the leaf-most Java frame, "package.Class.method",
 	 *   NUL-terminated; valid only while the probe fires.
 	 * weight_bytes: the bytes this sample stands for, B / (1 - e^(-B/mean))
