@@ -18,7 +18,9 @@
 #    `jvmtrace record --stacks` and the jvmmem bpftrace tool attached by PID
 #    (then report, report --check, the HTML page, a Perfetto timeline and a
 #    flame graph into build/demo.*), and Saxon-HE recorded from its first
-#    allocation with `jvmtrace record -- java ...`, its pauses beside -Xlog:gc.
+#    allocation with `jvmtrace record --stacks -- java ...`: where it
+#    allocates (the VM's own stacks, inlined frames included, no JVM flag),
+#    its pauses beside -Xlog:gc, a flame graph and a pprof profile.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -29,7 +31,7 @@ while [ $# -gt 0 ]; do
     --iterations) iterations=$2; shift 2 ;;
     --first-look-only) patched=0; shift ;;
     --no-first-look) first_look=0; shift ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "trace-demo: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -178,7 +180,7 @@ mkdir -p "$classes"
 "$java_home/bin/javac" -d "$classes" "$repo"/tests/java/*.java
 
 mkfifo "$tmp/go"
-"$java_home/bin/java" "-XX:+Use${gc}GC" -Xms128m -Xmx128m -XX:+PreserveFramePointer -Xlog:gc:file="$tmp/gc.log" \
+"$java_home/bin/java" "-XX:+Use${gc}GC" -Xms128m -Xmx128m -Xlog:gc:file="$tmp/gc.log" \
   -cp "$classes" AllocWorker "$iterations" < "$tmp/go" > "$tmp/java.out" &
 jpid=$!
 exec 3>"$tmp/go"
@@ -236,9 +238,16 @@ mkdir -p "$work"
 saxon_prepare "$java_home" "$work"
 saxon_cmd "$java_home" -Xlog:gc:file=gc.log
 strace=$repo/build/saxon.jvmtrace
-echo "=== jvmtrace record -o $strace -- java ${saxon[*]:1} ==="
-(cd "$work" && "$jvmtrace" record -q -o "$strace" -- "${saxon[@]}")
+echo "=== jvmtrace record --stacks -o $strace -- java ${saxon[*]:1} ==="
+(cd "$work" && "$jvmtrace" record -q --stacks -o "$strace" -- "${saxon[@]}")
 saxon_check "$java_home" "$work" && echo "(Saxon's output checked: the same sums as computed from its input)"
+echo "=== jvmtrace report $strace: where Saxon allocates (the VM's own stacks, no JVM flag) ==="
+"$jvmtrace" report "$strace" | sed -n '/^Allocation sites/,/^$/p'
+echo "=== its heaviest stack, root first (_[0] interpreted, _[1] C1, _[j] C2, _[i] inlined into the frame above) ==="
+"$jvmtrace" flame "$strace" -o - --collapsed | sort -k2 -n | tail -1 | tr ';' '\n' | sed 's/^/  /'
+"$jvmtrace" flame "$strace" -o "$repo/build/saxon-alloc.svg"
+"$jvmtrace" export --pprof "$strace" -o "$repo/build/saxon-alloc.pb.gz"
+echo "open $repo/build/saxon-alloc.svg; go tool pprof -top $repo/build/saxon-alloc.pb.gz (or Pyroscope, Grafana)"
 echo "=== jvmtrace report $strace: its stop-the-world pauses ==="
 "$jvmtrace" report "$strace" | sed -n '/^Stop-the-world pauses/,/^$/p'
 echo "=== -Xlog:gc of the same run: the same pauses ==="

@@ -104,19 +104,25 @@ def usdt_fixture():
     return exe
 
 
-@pytest.fixture(scope="session")
-def fastdebug_home():
-    """The patched HotSpot built with its asserts on (build-patched-jdk.sh
-    --variant fastdebug), or JVMTRACE_FASTDEBUG_HOME."""
-    home = os.environ.get("JVMTRACE_FASTDEBUG_HOME")
+def fastdebug_home_of(line):
+    """The patched HotSpot of a release line built with its asserts on
+    (build-patched-jdk.sh --variant fastdebug), or JVMTRACE_FASTDEBUG_HOME
+    (17) / JVMTRACE_FASTDEBUG_HOME_21 ..."""
+    home = os.environ.get("JVMTRACE_FASTDEBUG_HOME" + ("" if line == "17" else f"_{line}"))
     if home:
         return Path(home)
-    r = subprocess.run([str(REPO / "scripts/build-patched-jdk.sh"), "--print", "--variant", "fastdebug"],
+    r = subprocess.run([str(REPO / "scripts/build-patched-jdk.sh"), "--print", "--jdk", line, "--variant", "fastdebug"],
                        capture_output=True, text=True)
     if r.returncode != 0:
-        pytest.fail("the fastdebug JDK is not built; run scripts/build-patched-jdk.sh --variant fastdebug "
-                    f"(it said: {r.stderr.strip()})")
+        pytest.fail(f"the fastdebug JDK {line} is not built; run scripts/build-patched-jdk.sh --jdk {line} "
+                    f"--variant fastdebug (it said: {r.stderr.strip()})")
     return Path(r.stdout.split("=", 1)[1].strip())
+
+
+@pytest.fixture(scope="session", params=JDK_LINES, ids=lambda line: f"jdk{line}")
+def fastdebug(request):
+    """(release line, fastdebug JAVA_HOME) of each line in turn."""
+    return request.param, fastdebug_home_of(request.param)
 
 
 @pytest.fixture(scope="session")

@@ -49,3 +49,30 @@ def test_first_look_shows_every_collection_of_a_debian_program_on_debians_jdk():
     assert re.search(r"Attached 4 uprobes \(stock mode\) to PID \d+", r.stderr), r.stderr[-2000:]
     stat = dict(re.findall(r"^  (\w+) +(\d+)$", r.stderr, re.M))
     assert int(stat["tlab_refills"]) > 100 and int(stat["gc_starts"]) == int(stat["gc_ends"]) >= 5
+
+
+def test_whole_picture_names_where_saxon_allocates():
+    """The main command's last step on the patched JVM (`--no-first-look`):
+    Saxon-HE recorded with `record --stacks` from its first allocation, with
+    no JVM flag; its allocation sites are named Java methods with lines, its
+    heaviest stack is Java frames by kind (inlined ones among the stacks),
+    and the trace passes report --check."""
+    r = subprocess.run([str(REPO / "scripts/trace-demo.sh"), "--no-first-look"], capture_output=True, text=True,
+                       timeout=1800)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    sites = [l for l in section(r.stdout, "jvmtrace report " + str(REPO / "build/saxon.jvmtrace") + ": where Saxon")
+             if re.match(r"\s+\d+\s+[\d.]+%\s+\d+\s+\S", l)]
+    assert len(sites) >= 10, r.stdout[-4000:]
+    # method:line (file): a Java method, named, with its line.
+    named = [l for l in sites if re.search(r"\s[\w.$]+\.[\w$<>]+:\d+ \(\w+\.java\)$", l)]
+    assert len(named) >= 9, sites
+    assert any("net.sf.saxon." in l for l in sites[:10]), sites
+    stack = section(r.stdout, "its heaviest stack")
+    assert any(l.strip().startswith("net.sf.saxon.") for l in stack), stack
+    assert all(re.search(r"_\[[01ji]\]$", l.strip()) for l in stack if "." in l and "::" not in l
+               and not l.strip().startswith("[")), stack
+    folded = subprocess.run([str(REPO / "build/userspace/jvmtrace"), "flame", str(REPO / "build/saxon.jvmtrace"), "-o",
+                             "-", "--collapsed"], capture_output=True, text=True, check=True).stdout
+    assert "_[i];" in folded, "no inlined frame in any of Saxon's stacks"
+    check = section(r.stdout, "jvmtrace report --check " + str(REPO / "build/saxon.jvmtrace"))
+    assert "OK: no violations" in check, check

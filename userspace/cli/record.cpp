@@ -277,6 +277,14 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
     // map, no frame pointers.
     symbolizer = std::make_unique<StackSymbolizer>(o.pid);
     namer = std::make_unique<MethodNamer>(o.pid, libjvm);
+    // Both read libjvm.so's symbols (tens of MB) once: now, before the
+    // probes fire, not at the first sample.  A sample's names are trusted
+    // only if the VM freed no metadata between the hit and the read
+    // (docs/probes.md, alloc__sample): a recorder busy loading symbols
+    // while a JVM starts up refused every name for its first second.
+    std::string not_yet;
+    namer->ensure(&not_yet);  // (a JVM still starting may not be ready: tried again at the first sample)
+    if (const uint64_t at = libjvm_map_start(o.pid)) symbolizer->frame(at);
     recorder.capture_samples(namer.get(), symbolizer.get(), bpf.probe_set() == ProbeSet::kBatched);
   } else if (o.stacks) {
     symbolizer = std::make_unique<StackSymbolizer>(o.pid);

@@ -291,19 +291,19 @@ void print_report(analysis::TraceSummary& sum, bool json, double interval, int t
   const analysis::AllocationProfile& prof = sum.profile;
   if (prof.samples()) {
     const uint64_t traced = std::max<uint64_t>(prof.traced_bytes(), 1);
-    std::printf("\nAllocation sites (%" PRIu64 " samples of the VM's own stacks, weighted by the bytes their thread "
-                "allocated since its previous one; %.1f%% of the bytes after each thread's last sample; %" PRIu64
+    std::printf("\nAllocation sites (%" PRIu64 " samples of the VM's own stacks, each weighing the bytes it stands "
+                "for, scaled to its thread's traced bytes; %.1f%% of the bytes in threads never sampled; %" PRIu64
                 " of %" PRIu64 " Java frames of methods not named):\n",
                 prof.samples(), 100.0 * prof.unsampled_bytes() / traced, prof.frames_unknown(), prof.frames());
-    std::printf("  %-70s %14s %7s %12s\n", "SITE (the leaf-most Java frame)", "BYTES", "SHARE", "OBJECTS~");
+    std::printf("  %14s %7s %12s  %s\n", "BYTES", "SHARE", "OBJECTS~", "SITE (the leaf-most Java frame: method:line (file))");
     const auto site_list = prof.sites();
     for (size_t i = 0; i < site_list.size() && i < static_cast<size_t>(top); i++) {
       const auto& st_ = site_list[i];
       std::string where = st_.method == UINT64_MAX ? "[no Java frame]" : analysis::frame_site(sum.reader, {st_.method, st_.line, 0});
       const std::string file = st_.method == UINT64_MAX ? "" : analysis::method_file(sum.reader, st_.method);
       if (!file.empty()) where += " (" + file + ")";
-      std::printf("  %-70.70s %14" PRIu64 " %6.2f%% %12" PRIu64 "\n", printable(where).c_str(), st_.weight.bytes,
-                  100.0 * st_.weight.bytes / traced, st_.weight.objects);
+      std::printf("  %14" PRIu64 " %6.2f%% %12" PRIu64 "  %s\n", st_.weight.bytes, 100.0 * st_.weight.bytes / traced,
+                  st_.weight.objects, printable(where).c_str());
     }
   }
   std::printf("\nAllocation:\n");
