@@ -80,7 +80,7 @@ void FlameGraph::finish_samples() {
   for (const auto& [thread, bytes] : profile_.unsampled_by_thread()) {
     std::string line;
     if (thread_roots_) line = clean(reader_.threads()[thread].name) + ";";
-    collapsed_[line + "[not sampled: allocated after the thread's last sample]"] += bytes;
+    collapsed_[line + "[not sampled: a thread with no sample]"] += bytes;
     total_ += bytes;
   }
 }

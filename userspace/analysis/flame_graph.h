@@ -1,12 +1,12 @@
 // Allocation flame graphs from a trace recorded with --stacks, with the
 // allocated class as the leaf frame (async-profiler's convention:
 // "Class_[i]" in a new TLAB, "Class_[k]" outside TLABs):
-//  - the VM's own stacks (alloc__sample): every sample weighs what its
-//    thread allocated since its previous one, on its Java stack with
-//    inlined frames (frame kinds as async-profiler marks them: _[j] JIT,
-//    _[i] inlined, _[0] interpreted, _[1] C1) and the VM's own frames above
-//    it; each thread's bytes after its last sample stand under "[not
-//    sampled]";
+//  - the VM's own stacks (alloc__sample): every sample weighs the bytes
+//    it stands for (AllocationProfile: scaled to its thread's traced
+//    bytes), on its Java stack with inlined frames (frame kinds as
+//    async-profiler marks them: _[j] JIT, _[i] inlined, _[0] interpreted,
+//    _[1] C1) and the VM's own frames above it; the bytes of threads never
+//    sampled stand under "[not sampled]";
 //  - BPF stacks (stock mode, or a VM without alloc__sample): every TLAB
 //    refill weighs its TLAB's bytes and every outside-TLAB object its own,
 //    on the user stack captured at the refill (or the slow path's entry).

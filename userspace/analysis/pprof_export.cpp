@@ -185,7 +185,7 @@ std::string pprof_profile(const trace::TraceReader& reader, const AllocationProf
              {{"class", reader.classes()[k.klass]}, {"allocation", k.outside ? "outside_tlab" : "new_tlab"}});
   }
   if (const uint64_t rest = profile.unsampled_bytes())
-    b.sample({b.location({{b.named_function("[not sampled: allocated after the thread's last sample]"), 0}})}, 0, rest,
+    b.sample({b.location({{b.named_function("[not sampled: a thread with no sample]"), 0}})}, 0, rest,
              {});
   const uint64_t start_real = std::strtoull(reader.meta_value("start_realtime_ns").c_str(), nullptr, 10);
   return b.finish(static_cast<int64_t>(start_real), 0,

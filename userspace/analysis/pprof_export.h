@@ -5,9 +5,9 @@
 // allocated class, in a new TLAB or outside TLABs) with labels "class" and
 // "allocation", functions with their source files and lines, a Java
 // method inlined into another as a line of its caller's location (pprof's
-// own representation of inlining).  Bytes allocated after each thread's
-// last sample are one sample of their own, so alloc_space adds up to the
-// trace's allocated bytes.
+// own representation of inlining).  The bytes of threads never sampled are
+// one sample of their own, so alloc_space adds up to the trace's allocated
+// bytes.
 #pragma once
 #include <string>
 

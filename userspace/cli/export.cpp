@@ -88,8 +88,8 @@ int export_pprof(const char* path, const std::string& output) {
     return 1;
   }
   if (output != "-")
-    std::fprintf(stderr, "jvmtrace export: %s: %llu samples, %llu bytes allocated (%llu after the last sample of "
-                 "their thread), %llu bytes of pprof before gzip\n", output.c_str(),
+    std::fprintf(stderr, "jvmtrace export: %s: %llu samples, %llu bytes allocated (%llu in threads never sampled), "
+                 "%llu bytes of pprof before gzip\n", output.c_str(),
                  static_cast<unsigned long long>(profile.samples()),
                  static_cast<unsigned long long>(profile.traced_bytes()),
                  static_cast<unsigned long long>(profile.unsampled_bytes()),
