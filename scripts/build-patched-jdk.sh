@@ -556,7 +556,17 @@ build_libjvm() {
   export CCACHE_DIR=$cache/ccache
   ccache -M 12G >/dev/null
   local objs=$tree/build/$conf/hotspot/variant-server/libjvm/objs
-  local before
+  local before unfinished=$build_dir/.unfinished-$conf
+  # A build killed mid-compile (a session or CI stopped) can leave truncated
+  # object files newer than their sources: make would take them as built and
+  # the link fails on undefined symbols.  Objects of an unfinished build are
+  # thrown away; ccache only stores whole results, so recompiling them is
+  # mostly cache hits.
+  if [ -e "$unfinished" ]; then
+    log "JDK $jdk $variant: the last build here did not finish; discarding its objects"
+    rm -rf "$objs" "$tree/build/$conf/support/modules_libs/java.base/server"
+  fi
+  touch "$unfinished"
   before=$(date +%s)
   run "$tree" env CCACHE_DIR="$CCACHE_DIR" make CONF="$conf" JOBS="$jobs" LOG=warn hotspot \
     >"$build_dir/make-$variant.log" 2>&1 &
@@ -566,6 +576,7 @@ build_libjvm() {
     log "JDK $jdk $variant: building, ${n}s, $(find "$objs" -name '*.o' -newermt "@$before" 2>/dev/null | wc -l) objects compiled so far"
   done
   wait $pid || { tail -n 40 "$build_dir/make-$variant.log" >&2; die "JDK $jdk $variant: make hotspot failed (log: $build_dir/make-$variant.log)"; }
+  rm -f "$unfinished"
   libjvm=$tree/build/$conf/support/modules_libs/java.base/server/libjvm.so
   [ -f "$libjvm" ] || die "$variant: make succeeded but $libjvm is missing"
 }

@@ -84,7 +84,7 @@ def test_every_argument_decodes_exactly_with_libbpf(usdt_fixture):
     rounds = 25
     run = traced_run(lambda pid: [str(rawdump), "-p", str(pid), "-b", str(usdt_fixture)],
                      [str(usdt_fixture), "--wait-for", "stdin", "--rounds", str(rounds)],
-                     ready=lambda l: l.startswith("attached 13 probes"), stderr_ready=True)
+                     ready=lambda l: l.startswith("attached 16 probes"), stderr_ready=True)
     assert run.target_rc == 0, run.target_err
     tid = 0xf3f2f1f0 - (1 << 32)
     got, stamps = [], []
