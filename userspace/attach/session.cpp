@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/strings.h"
 #include "process/target.h"
+#include "process/target_file.h"
 
 namespace jvmtrace {
 
@@ -17,17 +19,19 @@ bool check_target(const char* cmd, pid_t pid, const std::string& binary, Target*
     return false;
   }
   t->pid = pid;
-  t->binary = binary.empty() ? find_libjvm(pid) : binary;
-  if (t->binary.empty()) {
+  std::string error;
+  const bool ok = binary.empty() ? open_libjvm(pid, &t->binary, &error)
+                                 : open_given_file(binary, kMaxElfBytes, &t->binary, &error);
+  if (!ok && error.empty()) {
     std::fprintf(stderr, "%s: PID %d is not a JVM: no libjvm.so mapped%s\n", cmd, pid,
                  geteuid() ? " (or /proc/PID/maps is not readable: run as root)" : "");
     return false;
   }
-  if (access(t->binary.c_str(), R_OK) != 0) {
-    std::fprintf(stderr, "%s: cannot read %s: %s\n", cmd, t->binary.c_str(), std::strerror(errno));
+  if (!ok) {
+    std::fprintf(stderr, "%s: libjvm.so of PID %d: %s\n", cmd, pid, printable(error).c_str());
     return false;
   }
-  t->probes = usdt_probe_names(t->binary, "jvmtrace");
+  t->probes = usdt_probe_names(t->binary.path(), "jvmtrace");
   t->has_probes = !t->probes.empty();
   return true;
 }
@@ -38,7 +42,7 @@ void print_no_probes(const char* cmd, const Target& t, const char* alternative) 
                "  %s\n"
                "  The bpftrace tools also work on it: scripts/jvmtrace-bt tlabstat_stock %d\n"
                "  (and gcpause_stock, allocslow_stock, plabstat_stock, allocbyclass_stock).\n",
-               cmd, t.binary.c_str(), t.pid, alternative, t.pid);
+               cmd, printable(t.binary.shown()).c_str(), t.pid, alternative, t.pid);
 }
 
 std::string bpf_load_hint(int err) {

@@ -19,12 +19,14 @@
 namespace jvmtrace {
 
 // The target of an attaching command: the process exists and maps
-// libjvm.so (or binary, when given), readable from here; has_probes tells
-// whether that file declares jvmtrace probes (a patched HotSpot).  On failure
-// prints "<cmd>: reason" and returns false.
+// libjvm.so (or binary, when given), opened and checked (process/
+// target_file.h: the mapped file itself, a regular file; held open from
+// here to the detach, so every later reader and the uprobes get that inode);
+// has_probes tells whether that file declares jvmtrace probes (a patched
+// HotSpot).  On failure prints "<cmd>: reason" and returns false.
 struct Target {
   pid_t pid = 0;
-  std::string binary;  // the ELF file the probes are in
+  TargetFile binary;  // the ELF file the probes are in; binary.shown() names it
   bool has_probes = false;
   std::set<std::string> probes;  // the jvmtrace probes it declares
 };

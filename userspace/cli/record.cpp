@@ -192,7 +192,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
     return 1;
   }
   const bool stock = bpf.stock();
-  const std::string& libjvm = bpf.target().binary;
+  const TargetFile& libjvm = bpf.target().binary;
   set_libbpf_verbose(o.verbose);
   const uint64_t ring_bytes = static_cast<uint64_t>(o.buffer_mb) << 20;
   bpf_object* obj = nullptr;
@@ -285,7 +285,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
     return 1;
   }
   std::fprintf(stderr, "Recording PID %d (%zu %s in %s%s%s) to %s. %s\n", o.pid, bpf.links(),
-               stock ? "uprobes, stock mode" : "probes", libjvm.c_str(), stock ? "" : "; ",
+               stock ? "uprobes, stock mode" : "probes", printable(libjvm.shown()).c_str(), stock ? "" : "; ",
                stock ? "" : bpf.probe_set_text(), segments.current().c_str(),
                launch ? "It ends when the JVM exits." : "Hit Ctrl-C to end.");
   if (launch) launch->release(true);  // from its first allocation on, every event is recorded

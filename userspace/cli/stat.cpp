@@ -390,7 +390,7 @@ int stat_pid(const Options& o, Launch* launch) {
     return 1;
   const bool stock = bpf.stock();
   const ProbeSet probe_set = bpf.probe_set();
-  const std::string& libjvm = bpf.target().binary;
+  const TargetFile& libjvm = bpf.target().binary;
   set_libbpf_verbose(o.verbose);
   StatMaps maps{};
   bpf_object* obj = nullptr;
@@ -429,7 +429,7 @@ int stat_pid(const Options& o, Launch* launch) {
   if (!bpf.attach()) return 1;
   const bool slow_path = o.slow_path || probe_set != ProbeSet::kSeparate;
   std::fprintf(stderr, "Attached %zu %s (%s) to PID %d (%s)%s. %s\n", bpf.links(), stock ? "uprobes" : "probes",
-               bpf.probe_set_text(), o.pid, libjvm.c_str(),
+               bpf.probe_set_text(), o.pid, printable(libjvm.shown()).c_str(),
                slow_path || stock ? "" : ", slow-path probes left detached",
                launch ? "The report comes when the JVM exits." : "Hit Ctrl-C to end.");
 

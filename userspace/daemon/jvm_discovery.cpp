@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "process/target.h"
+#include "process/target_file.h"
 
 namespace jvmtrace {
 
@@ -81,19 +82,21 @@ void JvmDiscovery::scan(std::vector<JvmProcess>* appeared, std::vector<JvmProces
 }
 
 bool JvmDiscovery::check(pid_t pid) {
-  const std::string lib = find_libjvm(pid);
-  if (lib.empty()) return false;
+  // The mapped file itself, a regular file (process/target_file.h): no
+  // name the target controls is opened, so nothing it plants there (a FIFO,
+  // a device, a symlink to a host file) is ever reached.
+  TargetFile lib;
+  std::string error;
+  if (!open_libjvm(pid, &lib, &error)) return false;
   {
     JvmProcess j;
     j.pid = pid;
     j.ns_pid = ns_pid(pid);
     j.comm = thread_name(pid, static_cast<uint32_t>(pid));
-    j.libjvm = lib;
-    struct stat st;
-    if (::stat(lib.c_str(), &st) != 0) return false;
-    const auto key = std::make_pair(st.st_dev, st.st_ino);
+    j.libjvm = lib.shown();
+    const auto key = std::make_pair(lib.dev(), lib.ino());
     auto p = patched_.find(key);
-    if (p == patched_.end()) p = patched_.emplace(key, has_usdt_provider(lib, "jvmtrace")).first;
+    if (p == patched_.end()) p = patched_.emplace(key, has_usdt_provider(lib.path(), "jvmtrace")).first;
     j.patched = p->second;
     jvms_[pid] = j;
   }

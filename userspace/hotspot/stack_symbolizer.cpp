@@ -17,6 +17,7 @@
 
 #include "base/clock.h"
 #include "process/target.h"
+#include "process/target_file.h"
 
 namespace jvmtrace {
 
@@ -98,24 +99,15 @@ std::string StackSymbolizer::frame(uint64_t ip) {
   }
   auto found = elves_.find(m->path);
   if (found == elves_.end()) {
-    // Through an fd opened inside the target's root: a symlink the
-    // container planted on the way resolves there, not in ours.
+    // The mapped file itself (map_files), checked to be a regular file:
+    // whatever the target's root now holds at that name is not looked at.
     std::unique_ptr<ElfSymbols> e;
     std::string error;
-    int fd = root_fd_ >= 0 ? open_in_root(root_fd_, m->path, &error) : -1;
-    if (fd < 0) {
-      // A target chrooted inside its own mount namespace (unshare, then
-      // chroot into a directory with bind mounts): its maps text names the
-      // file from the namespace's root, which its /proc/PID/root does not
-      // lead back to.  map_files is the mapped file itself.
-      char range[64];
-      std::snprintf(range, sizeof range, "%" PRIx64 "-%" PRIx64, m->start, m->end);
-      fd = open(("/proc/" + std::to_string(pid_) + "/map_files/" + range).c_str(), O_RDONLY | O_CLOEXEC);
-    }
-    if (fd >= 0) {
+    TargetFile f;
+    if (open_mapped_file(pid_, jvmtrace::Mapping{m->start, m->end, m->offset, "", m->path}, kMaxElfBytes, &f,
+                         &error)) {
       e = std::make_unique<ElfSymbols>();
-      if (!e->load("/proc/self/fd/" + std::to_string(fd), &error, false)) e.reset();
-      close(fd);
+      if (!e->load(f.path(), &error, false)) e.reset();
     }
     found = elves_.emplace(m->path, std::move(e)).first;
   }

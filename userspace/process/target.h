@@ -18,13 +18,15 @@ struct Mapping {
   std::string perms;
   std::string path;
 };
-// PID's mappings in address order; empty if its maps cannot be read.
+// PID's mappings in address order (at most kMaxMapsBytes of its maps file:
+// a process cannot make a reader take without bound); empty if its maps
+// cannot be read.
 std::vector<Mapping> process_maps(pid_t pid);
+constexpr size_t kMaxMapsBytes = 16 << 20;
 
-// The libjvm.so that PID has mapped, as a path reachable from here: through
-// /proc/PID/root, so a JVM in another mount namespace (a container) works.
-// Empty if PID maps none (not a JVM) or its maps cannot be read.
-std::string find_libjvm(pid_t pid);
+// Whether m maps a file named .../libjvm.so (a JVM's; process/target_file.h
+// opens it: open_libjvm()).
+bool is_libjvm_mapping(const Mapping& m);
 
 // Where PID mapped offset 0 of its libjvm.so (the base for symbol
 // addresses); 0 if it maps none.
