@@ -404,17 +404,23 @@ def test_names_the_target_chose_cannot_drive_roots_terminal(jdks17, java_classes
         assert "\\x1b]0;pwned" in text, f"{what} does not show the thread's name:\n{text[-2000:]}"
 
 
-def test_a_libjvm_path_cannot_inject_bpftrace_code(java_classes, tmp_path):
-    """jvmtrace-bt puts the path of the target's libjvm.so (the container's
-    choice) into the text of a bpftrace program it runs as root.  A path
-    with bpftrace syntax in it (a probe body printing INJECTED) is refused
-    before bpftrace runs."""
+def test_a_libjvm_path_cannot_inject_bpftrace_code(tmp_path):
+    """jvmtrace-bt used to put the path of the target's libjvm.so (the
+    container's choice) into the text of a bpftrace program it runs as root;
+    bpftrace parsed a directory name with bpftrace syntax in it (a probe body
+    printing INJECTED) as code.  The program now names the library
+    /proc/self/fd/3, the file `jvmtrace target` checked, handed to bpftrace
+    open: no path of the target's reaches the program at all (a stand-in
+    bpftrace writes down what it was given)."""
+    from test_hostile_input import java_classes_dir, stand_in_bpftrace
+    java_classes = java_classes_dir(tmp_path)
     # A JDK whose directory name carries the payload (hard links of Debian's).
     base = Path("/var/tmp") / f"jvmtrace-inj-{os.getpid()}"
     jdk = base / 'a{printf("INJECTED");exit();}b' / "jdk"  # (a ':' would stop the JVM itself)
     shutil.rmtree(base, ignore_errors=True)
     jdk.parent.mkdir(parents=True)
     subprocess.run(["cp", "-al", "/usr/lib/jvm/java-17-openjdk-amd64", str(jdk)], check=True)
+    env, seen = stand_in_bpftrace(tmp_path)
     jvm = subprocess.Popen([str(jdk / "bin/java"), "-cp", str(java_classes), "AllocWorker", "1000000"],
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -422,13 +428,15 @@ def test_a_libjvm_path_cannot_inject_bpftrace_code(java_classes, tmp_path):
         maps = Path(f"/proc/{jvm.pid}/maps").read_text()
         assert "INJECTED" in maps and "libjvm.so" in maps, "the JVM does not map the planted path"
         bt = subprocess.run([str(REPO / "scripts/jvmtrace-bt"), "gcpause_stock", str(jvm.pid)],
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=120, env=env)
     finally:
         jvm.kill()
         jvm.wait()
         shutil.rmtree(base, ignore_errors=True)
-    assert "INJECTED" not in bt.stdout, "the path's bpftrace code ran"
-    assert bt.returncode != 0 and "will not put into a bpftrace program" in bt.stderr, bt.stdout + bt.stderr
+    assert bt.returncode == 0, bt.stdout + bt.stderr
+    args = seen.read_text()
+    assert "INJECTED" not in args.split("-e\n", 1)[1].rsplit("\n", 2)[0], f"the path reached the program:\n{args}"
+    assert "uprobe:/proc/self/fd/3:_ZN8GCTracer" in args, args
 
 
 def test_a_fifo_at_the_perf_map_name_neither_is_opened_nor_stalls_the_jvm(jdks17, java_classes, tmp_path):
