@@ -161,3 +161,146 @@ def test_output_files_never_follow_a_planted_link(tmp_path, command):
     assert victim.read_text() == "root's file\n", f"{command} wrote through the hard link"
     assert out.stat().st_ino != victim.stat().st_ino and out.stat().st_size > 100
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")], "a temporary was left behind"
+
+
+# --- the daemon: nothing a process does can make its loop wait --------------------
+
+def status_time(daemon, timeout=2.0):
+    """Seconds `status` took to be answered on the control socket; fails
+    after timeout (the daemon's loop is held up)."""
+    t0 = time.monotonic()
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(timeout)
+    try:
+        s.connect(daemon.sock)
+        s.sendall(b"status\n")
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+    except socket.timeout:
+        raise AssertionError(f"the daemon did not answer status within {timeout} s; its log ends:\n"
+                             + "\n".join(daemon.log.seen()[-15:]))
+    finally:
+        s.close()
+    assert out.startswith(b"jvmtraced pid "), out
+    return time.monotonic() - t0
+
+
+def answers_throughout(daemon, seconds, timeout=2.0):
+    """status answered within timeout, again and again for `seconds`."""
+    end = time.monotonic() + seconds
+    worst = 0.0
+    while time.monotonic() < end:
+        worst = max(worst, status_time(daemon, timeout))
+        time.sleep(0.2)
+    return worst
+
+
+def some_library():
+    """A real shared library's bytes, for a file named libjvm.so that is no JVM's."""
+    return Path("/lib/x86_64-linux-gnu/libz.so.1").resolve()
+
+
+def test_a_fifo_under_a_chroot_cannot_stall_the_daemon(tmp_path):
+    """The reproduction of the issue: a process maps a file named libjvm.so,
+    then chroots into a directory it owns, where the path its maps show (as
+    the daemon reads them) leads to a FIFO.  The old daemon opened
+    /proc/PID/root + that path and its only loop blocked in open(): `status`
+    got no answer within 2 s.  Now discovery opens the mapped file itself
+    (/proc/PID/map_files), in a child process: status is answered within 2 s
+    throughout, and a writer of the FIFO never sees a reader (on the old
+    daemon, with a writer waiting, its open() returned and the writer saw it)."""
+    from test_daemon import Daemon
+    box = tmp_path / "box"
+    lib = box / "lib/libjvm.so"
+    lib.parent.mkdir(parents=True)
+    shutil.copy(some_library(), lib)
+    # /proc/PID/root is the box once it has chrooted: the daemon's path for
+    # the library, box + the maps text, is this FIFO.
+    fifo = Path(str(box) + str(lib))
+    fifo.parent.mkdir(parents=True)
+    os.mkfifo(fifo)
+    opened = threading.Event()
+    held = []
+
+    def writer():  # open() returns only once a reader has opened the FIFO
+        try:
+            held.append(os.open(fifo, os.O_WRONLY))
+            opened.set()
+        except OSError:
+            pass
+    daemon = Daemon(tmp_path)
+    target = None
+    try:
+        target = mapper(lib, extra=f"os.chroot({str(box)!r}); os.chdir('/')")
+        assert Path(f"/proc/{target.pid}/root").resolve() == box
+        worst = answers_throughout(daemon, 5)  # (several scans: the first one after it appeared looked at it)
+        daemon.wait_listed(target.pid)  # discovery looked at it (the mapped file: a regular file) and went on
+        threading.Thread(target=writer, daemon=True).start()
+        worst = max(worst, answers_throughout(daemon, 3))
+        assert not opened.is_set(), "something opened the FIFO planted at the library's path"
+        print(f"slowest status answer: {worst * 1000:.1f} ms")
+    finally:
+        if target:
+            target.kill()
+            target.wait()
+        log = daemon.stop()
+        try:  # release our writer
+            r = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+            os.close(r)
+        except OSError:
+            pass
+        for fd in held:
+            os.close(fd)
+    assert "found JVM" in log
+
+
+@pytest.fixture
+def stalling_library(tmp_path):
+    """A libjvm.so on a FUSE file system that stops answering when asked
+    (tests/fixtures/stall_fs.py): (its path, a function that stalls it)."""
+    mnt = tmp_path / "fuse"
+    mnt.mkdir()
+    flag = tmp_path / "stall"
+    server = subprocess.Popen(["/usr/bin/python3", str(REPO / "tests/fixtures/stall_fs.py"), str(mnt),
+                               str(some_library()), str(flag)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = server.stdout.readline()
+        assert line.strip() == "mounted", server.stderr.read()
+        yield mnt / "libjvm.so", lambda: flag.write_text("stall\n")
+    finally:
+        server.kill()  # ends the connection: whatever still waits on it fails now
+        server.wait()
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_a_library_on_a_file_system_that_never_answers_cannot_stall_the_daemon(tmp_path, stalling_library):
+    """A process maps its libjvm.so from a FUSE mount whose server then stops
+    answering: any read of that file, or of its attributes, waits.  The
+    daemon's loop never waits for it (discovery runs in a child process; a
+    child stuck on one process is replaced and that process is left alone),
+    so status is answered within 2 s throughout and a JVM started later is
+    still found.  The old daemon's stat() of the library hung its loop."""
+    from test_daemon import Daemon
+    lib, stall = stalling_library
+    target = mapper(lib)
+    stall()
+    daemon = Daemon(tmp_path)
+    jvm = None
+    try:
+        worst = answers_throughout(daemon, 6)
+        daemon.log.wait_for(lambda l: f"PID {target.pid}: reading its /proc files or its libjvm.so did not finish"
+                            in l, 10, "the daemon to give up on the stalled process")
+        java = "/usr/lib/jvm/java-17-openjdk-amd64/bin/java"
+        jvm = subprocess.Popen([java, "-Xmx64m", "-cp", str(java_classes_dir(tmp_path)), "AllocWorker", "1000"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert jvm.stdout.readline().startswith("ready ")
+        daemon.wait_listed(jvm.pid, timeout=15)
+        worst = max(worst, status_time(daemon))
+        print(f"slowest status answer: {worst * 1000:.1f} ms")
+    finally:
+        for p in (jvm, target):
+            if p:
+                p.kill()
+        daemon.stop()

@@ -4,7 +4,6 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -28,7 +27,9 @@ unsigned long long start_time(pid_t pid) {
 }
 
 pid_t ns_pid(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string status;
+  read_proc_file("/proc/" + std::to_string(pid) + "/status", &status, 64 << 10);
+  std::istringstream f(status);
   std::string line;
   while (std::getline(f, line)) {
     if (line.compare(0, 6, "NSpid:") != 0) continue;
@@ -75,13 +76,15 @@ void JvmDiscovery::scan(std::vector<JvmProcess>* appeared, std::vector<JvmProces
     }
     if (s->second.jvm || s->second.rechecks <= 0) continue;
     s->second.rechecks--;
-    if (!check(pid)) continue;
+    if (skip.count({pid, s->second.start_time})) continue;
+    if (before_check) before_check(pid, s->second.start_time);
+    if (!check(pid, s->second.start_time)) continue;
     s->second.jvm = true;
     appeared->push_back(jvms_[pid]);
   }
 }
 
-bool JvmDiscovery::check(pid_t pid) {
+bool JvmDiscovery::check(pid_t pid, unsigned long long start_time) {
   // The mapped file itself, a regular file (process/target_file.h): no
   // name the target controls is opened, so nothing it plants there (a FIFO,
   // a device, a symlink to a host file) is ever reached.
@@ -91,6 +94,7 @@ bool JvmDiscovery::check(pid_t pid) {
   {
     JvmProcess j;
     j.pid = pid;
+    j.start_time = start_time;
     j.ns_pid = ns_pid(pid);
     j.comm = thread_name(pid, static_cast<uint32_t>(pid));
     j.libjvm = lib.shown();
