@@ -304,3 +304,92 @@ def test_a_library_on_a_file_system_that_never_answers_cannot_stall_the_daemon(t
             if p:
                 p.kill()
         daemon.stop()
+
+
+# --- bounded memory against a hostile JVM or file --------------------------------
+
+FIXTURE = BUILD_DIR / "tests/fixtures/usdt_fixture"
+
+
+def limited(argv, mib):
+    """argv under an RLIMIT_AS of mib MiB (prlimit): what it may map in all."""
+    return ["prlimit", f"--as={mib << 20}", "--", *map(str, argv)]
+
+
+def test_a_trace_block_of_tiny_records_reads_in_bounded_memory(tmp_path):
+    """A crafted trace: one block of the largest size the format allows
+    (16 MiB) full of the smallest valid records (5.6 million 3-byte lost
+    records).  The old reader decoded a whole block into memory before
+    handing any record out: about 1.5 GiB for this block, so under a 256 MiB
+    RLIMIT_AS it died of std::bad_alloc (SIGABRT).  Now a block costs its
+    payload: dump and report read it whole within the limit and count every
+    record."""
+    crafted = tmp_path / "tiny.jvmtrace"
+    r = subprocess.run([str(BUILD_DIR / "tests/fixtures/trace_edit"), "-", str(crafted), "tiny-records",
+                        str(16 << 20)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    records = (16 << 20) // 3
+    for argv in (["report", "--json", crafted], ["dump", "--json", crafted]):
+        r = subprocess.run(limited([JVMTRACE, *argv], 256), capture_output=True, text=True, timeout=300)
+        assert r.returncode == 3, f"{argv[0]}: exit {r.returncode}: {r.stderr[-500:]}"  # intact, no end record
+        assert "no end record" in r.stderr
+        if argv[0] == "report":
+            import json
+            assert json.loads(r.stdout)["lost"] == records
+        else:
+            assert r.stdout.count('"type":"lost"') == records
+
+
+def test_a_jvm_flooding_class_names_keeps_the_recorders_memory_bounded(tmp_path):
+    """A target that names the class of every allocation with a new pointer
+    and length (the USDT fixture with --distinct-names: 600,000 slow paths, a
+    new name each).  The old recorder kept every name (its table and the
+    writer's copy for rotations) and grew with them: under a 200 MiB
+    RLIMIT_AS it died of std::bad_alloc.  Now it keeps at most kMaxClasses
+    names (or 64 MiB of them); events that would need one more are not
+    recorded and are counted as lost (name tables full), in the trace and on
+    its end line."""
+    out = tmp_path / "flood.jvmtrace"
+    target = subprocess.Popen([str(FIXTURE), "--rounds", "600000", "--batch", "128", "--distinct-names",
+                               "--wait-for", "any", "--timeout", "60", "--linger", "200"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert target.stdout.readline().startswith("ready ")
+        rec = subprocess.run(limited([JVMTRACE, "record", "-p", target.pid, "--binary", FIXTURE, "-o", out], 200),
+                             capture_output=True, text=True, timeout=600)
+    finally:
+        target.kill()
+        target.wait()
+    assert rec.returncode == 0, f"record exited {rec.returncode}: {rec.stderr[-1500:]}"
+    m = re.search(r"(\d+) lost \(ring buffer full 0, malformed kernel records 0, GC ends without a start 0, "
+                  r"name tables full (\d+)\)", rec.stderr)
+    assert m and int(m.group(2)) > 0 and m.group(1) == m.group(2), rec.stderr[-1500:]
+    assert "more threads, classes or GC strings than the recorder keeps" in rec.stderr
+    import json
+    rep = json.loads(subprocess.run([str(JVMTRACE), "report", "--json", out], capture_output=True, text=True,
+                                    timeout=300).stdout)
+    assert rep["lost_by_kind"]["name_table_full"] == int(m.group(2)), rep["lost_by_kind"]
+    assert rep["events"] > 1_000_000, rep["events"]  # (the names it kept: their events are there)
+
+
+def test_a_perf_map_of_millions_of_short_lines_is_read_within_limits(tmp_path):
+    """The perf map is the target user's file: 200 MiB of 6-byte lines (35
+    million entries).  The old recorder read any file up to 1 GiB to its end
+    (a growing one further), about 48 bytes of memory a line: under a 512 MiB
+    RLIMIT_AS it died of std::bad_alloc.  Now it reads at most 64 MiB and
+    524,288 entries, says so, and records."""
+    target = subprocess.Popen([str(FIXTURE), "--rounds", "20000", "--wait-for", "any", "--timeout", "60",
+                               "--linger", "200"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    perf_map = Path(f"/tmp/perf-{target.pid}.map")
+    try:
+        assert target.stdout.readline().startswith("ready ")
+        perf_map.write_bytes(b"1 1 a\n" * ((200 << 20) // 6))
+        out = tmp_path / "perfmap.jvmtrace"
+        rec = subprocess.run(limited([JVMTRACE, "record", "--stacks", "-p", target.pid, "--binary", FIXTURE, "-o",
+                                      out], 512), capture_output=True, text=True, timeout=600)
+    finally:
+        target.kill()
+        target.wait()
+        perf_map.unlink(missing_ok=True)
+    assert rec.returncode == 0, f"record exited {rec.returncode}: {rec.stderr[-1500:]}"
+    assert "perf map: more than 524288 entries or 64 MiB: the rest is not read" in rec.stderr, rec.stderr[-1500:]

@@ -149,9 +149,10 @@ void print_progress(FILE* out, double secs, const trace::TraceWriter& w, bool fi
 void print_summary(const Options& o, const trace::TraceWriter& writer, const Recorder& recorder,
                    const StackSymbolizer* symbolizer, bool batched, const std::string& reason_text, double secs,
                    const std::string& file) {
-  std::string lost_detail;  // every cause, 0 or not: a reader of the line need not guess
+  std::string lost_detail;  // every common cause, 0 or not: a reader of the line need not guess
   for (uint8_t k = 0; k < trace::kLostKindCount; k++)
-    lost_detail += std::string(k ? ", " : "") + trace::lost_kind_text(k) + " " + std::to_string(writer.lost_of(k));
+    if (trace::lost_kind_always_shown(k) || writer.lost_of(k))
+      lost_detail += std::string(k ? ", " : "") + trace::lost_kind_text(k) + " " + std::to_string(writer.lost_of(k));
   std::fprintf(stderr, "jvmtrace record: %s after %.1f s: %llu events, %llu bytes (%.2f B/event), %llu lost (%s)%s -> %s\n",
                reason_text.c_str(), secs, (unsigned long long)writer.events(),
                (unsigned long long)writer.bytes_total(),
@@ -171,6 +172,9 @@ void print_summary(const Options& o, const trace::TraceWriter& writer, const Rec
                  "code); %llu stack(s) not captured; %llu unnamed JIT frame(s) seen\n",
                  (unsigned long long)recorder.stacks_defined_, (unsigned long long)recorder.stacks_renamed_,
                  (unsigned long long)recorder.stacks_missing_, (unsigned long long)symbolizer->unresolved_jit());
+  if (recorder.frames_not_kept_)
+    std::fprintf(stderr, "jvmtrace record: %llu frame name(s) not kept (the name table was full): shown as "
+                 "[frame name not kept]\n", (unsigned long long)recorder.frames_not_kept_);
   for (const auto& [err, n] : recorder.stack_errors_)
     std::fprintf(stderr, "jvmtrace record: %llu stack(s) not captured: %s\n", (unsigned long long)n, std::strerror(err));
 }
@@ -295,15 +299,22 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
   auto next_progress = start;
   uint64_t dropped_seen = 0;
   auto last_warning = start - std::chrono::seconds(10);
-  uint64_t malformed_seen = 0, unpaired_seen = 0;
+  uint64_t malformed_seen = 0, unpaired_seen = 0, names_full_seen = 0;
   auto note_drops = [&] {
     const uint64_t now_ns = clock_ns(CLOCK_MONOTONIC);
-    if (recorder.malformed_ > malformed_seen || recorder.gc_end_unpaired_ > unpaired_seen || *dropped > dropped_seen)
+    if (recorder.malformed_ > malformed_seen || recorder.gc_end_unpaired_ > unpaired_seen || *dropped > dropped_seen ||
+        recorder.names_full_ > names_full_seen)
       write_meta();
     writer.lost(now_ns, recorder.malformed_ - malformed_seen, trace::kLostMalformed);
     malformed_seen = recorder.malformed_;
     writer.lost(now_ns, recorder.gc_end_unpaired_ - unpaired_seen, trace::kLostGcEndUnpaired);
     unpaired_seen = recorder.gc_end_unpaired_;
+    if (recorder.names_full_ > names_full_seen && names_full_seen == 0)
+      std::fprintf(stderr, "jvmtrace record: the JVM named more threads, classes or GC strings than the recorder "
+                   "keeps (%zu threads, %zu classes, %zu MiB of names): events that need a new name are lost from "
+                   "now on (counted: name tables full)\n", kMaxThreads, kMaxClasses, kMaxNameBytes >> 20);
+    writer.lost(now_ns, recorder.names_full_ - names_full_seen, trace::kLostNameTableFull);
+    names_full_seen = recorder.names_full_;
     const uint64_t d = *dropped;
     if (d > dropped_seen) {
       writer.lost(now_ns, d - dropped_seen, trace::kLostRingBuffer);

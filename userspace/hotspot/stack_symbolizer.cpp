@@ -8,12 +8,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <ext/stdio_filebuf.h>
-#include <fstream>
-#include <sstream>
 
 #include "base/clock.h"
 #include "process/target.h"
@@ -133,7 +131,7 @@ bool StackSymbolizer::load_perf_map() {
   // this name cannot make root read a file it could not read itself.
   struct stat st;
   std::string problem;
-  const int fd = open_target_file(perf_dir_fd(), perf_rel_, uid_, 1ull << 30, &problem, perf_dir_shown());
+  const int fd = open_target_file(perf_dir_fd(), perf_rel_, uid_, UINT64_MAX, &problem, perf_dir_shown());
   if (fd < 0) {
     if (errno == ENOENT) return false;  // not written (yet)
     if (problem != perf_problem_)
@@ -151,18 +149,49 @@ bool StackSymbolizer::load_perf_map() {
     close(fd);
     return false;
   }
-  __gnu_cxx::stdio_filebuf<char> buf(fd, std::ios::in);  // owns fd
-  std::istream in(&buf);
+  // Read with read(2) up to hard limits, whatever the file's size said: the
+  // JVM's user writes this file, may grow it while it is read, and a line
+  // costs this process more than its bytes.  What is past a limit is not
+  // read (said once).
   std::vector<PerfSym> syms;
-  std::string line;
-  while (std::getline(in, line)) {
+  std::string chunk(64 << 10, '\0'), line;
+  uint64_t bytes = 0;
+  bool cut = false;
+  auto take = [&](const std::string& l) {
     char* end = nullptr;
-    const uint64_t start = std::strtoull(line.c_str(), &end, 16);
-    if (!end || *end != ' ') continue;
+    const uint64_t start = std::strtoull(l.c_str(), &end, 16);
+    if (!end || *end != ' ') return;
     char* end2 = nullptr;
     const uint64_t size = std::strtoull(end + 1, &end2, 16);
-    if (!end2 || *end2 != ' ' || !size) continue;
+    if (!end2 || *end2 != ' ' || !size) return;
     syms.push_back({start, size, java_name(end2 + 1)});
+  };
+  for (;;) {
+    const ssize_t n = read(fd, chunk.data(), std::min<uint64_t>(chunk.size(), kMaxPerfMapBytes - bytes));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    bytes += static_cast<uint64_t>(n);
+    for (ssize_t i = 0; i < n; i++) {
+      const char c = chunk[static_cast<size_t>(i)];
+      if (c != '\n') {
+        if (line.size() < kMaxPerfMapLine) line += c;
+        continue;
+      }
+      take(line);
+      line.clear();
+    }
+    if (syms.size() >= kMaxPerfMapEntries || bytes >= kMaxPerfMapBytes) {
+      cut = true;
+      break;
+    }
+  }
+  if (!line.empty() && !cut) take(line);
+  close(fd);
+  if (syms.size() > kMaxPerfMapEntries) syms.resize(kMaxPerfMapEntries);
+  if (cut && !perf_cut_told_) {
+    std::fprintf(stderr, "jvmtrace record: perf map: more than %zu entries or %llu MiB: the rest is not read (its JIT "
+                 "code stays unnamed)\n", kMaxPerfMapEntries, (unsigned long long)(kMaxPerfMapBytes >> 20));
+    perf_cut_told_ = true;
   }
   std::sort(syms.begin(), syms.end(), [](const PerfSym& a, const PerfSym& b) { return a.start < b.start; });
   perf_mtime_ns_ = mtime;

@@ -22,6 +22,11 @@
 
 namespace jvmtrace {
 
+// The perf map is read up to these limits, whatever its size (its entries:
+// the JVM's compiled methods, tens of thousands in a large program).
+constexpr size_t kMaxPerfMapEntries = 1 << 19, kMaxPerfMapLine = 4096;
+constexpr uint64_t kMaxPerfMapBytes = 64ull << 20;
+
 class StackSymbolizer {
  public:
   explicit StackSymbolizer(pid_t pid);
@@ -72,6 +77,7 @@ class StackSymbolizer {
   std::vector<PerfSym> perf_;                                 // sorted by start
   uint64_t perf_size_ = 0, perf_mtime_ns_ = 0;
   uint64_t unresolved_jit_ = 0;
+  bool perf_cut_told_ = false;
 };
 
 // Has the JVM write its perf map now and then (the attach operation

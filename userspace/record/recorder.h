@@ -23,6 +23,25 @@
 
 namespace jvmtrace {
 
+// What the recorder keeps of the names the JVM chooses, at most.  Each new
+// thread, class, GC string or frame name is read from the target, kept, and
+// written into the trace's tables, which every rotation repeats; a JVM that
+// fires its probes with ever new class-name pointers or thread ids would
+// otherwise grow root's memory (and every segment) without bound.  An event
+// whose thread, class or GC name finds its table full is not recorded, and
+// counted (trace::kLostNameTableFull); a frame name that finds it full is
+// "[frame name not kept]", a stack past kMaxStacks is not captured.  A real
+// JVM stays far below: tens of thousands of classes, hundreds of threads.
+constexpr size_t kMaxThreads = 1 << 17, kMaxClasses = 1 << 18, kMaxStrings = 1 << 16, kMaxTexts = 1 << 20,
+                 kMaxStacks = 1 << 20;
+constexpr size_t kMaxNameBytes = 64 << 20;  // of every name kept, together
+constexpr size_t kMaxStackFrames = 8 << 20;  // of every stack kept, together
+static_assert(kMaxTexts + kMaxStrings + 1 <= trace::kMaxTableEntries && kMaxClasses <= trace::kMaxTableEntries &&
+                  kMaxThreads <= trace::kMaxTableEntries && kMaxStacks <= trace::kMaxTableEntries,
+              "a reader takes every table the recorder writes");
+static_assert(kMaxNameBytes <= trace::kMaxTableNameBytes && kMaxStackFrames <= trace::kMaxTableFrames,
+              "a reader takes every name and stack the recorder keeps");
+
 // Turns kernel events into trace events: thread, class and GC-name tables.
 class Recorder {
  public:
@@ -55,6 +74,8 @@ class Recorder {
   bool unnamed_jit() const { return unnamed_stacks_ > 0; }
   // Events not stored, by cause (trace::LostKind): written as lost records.
   uint64_t malformed_ = 0, gc_end_unpaired_ = 0;
+  uint64_t names_full_ = 0;  // events not recorded: a name table was full
+  uint64_t frames_not_kept_ = 0;  // frame names not kept: the table was full
   uint64_t stacks_defined_ = 0, stacks_missing_ = 0, stacks_renamed_ = 0;
   std::map<int, uint64_t> stack_errors_;  // bpf_get_stackid's errno -> how often
 
@@ -112,13 +133,15 @@ class Recorder {
   // the attach.
   bool stock_gc(const jt_event& k, trace::Event* e);
 
-  uint64_t text(const std::string& s) {
-    auto it = texts_.find(s);
-    if (it != texts_.end()) return it->second;
-    return texts_.emplace(s, w_->define_string(s)).first->second;
+  // A name's table id, or kNotKept when its table is full (see kMaxThreads).
+  static constexpr uint64_t kNotKept = UINT64_MAX;
+  bool room_for(size_t entries, size_t max_entries, size_t bytes) const {
+    return entries < max_entries && name_bytes_ + bytes <= kMaxNameBytes;
   }
 
-  uint32_t thread(uint32_t tid);
+  uint64_t text(const std::string& s);
+
+  uint64_t thread(uint32_t tid);
 
   // A class is its name's address and length (a HotSpot Symbol's bytes: a
   // different length at the same address is a different, later Symbol).
@@ -140,6 +163,9 @@ class Recorder {
   std::unordered_map<uint64_t, std::string> gc_names_;                   // vtable -> collector
   std::unordered_map<std::string, uint32_t> texts_;
   uint64_t next_gc_id_ = 0;
+  size_t name_bytes_ = 0;                // of every name kept
+  size_t stack_frames_ = 0;              // of every stack defined
+  uint64_t frame_not_kept_ = kNotKept;  // the string "[frame name not kept]", once needed
   std::function<void()> before_first_;
 };
 
