@@ -124,6 +124,72 @@ def test_jvmtrace_bt_hands_bpftrace_the_checked_file_not_a_name(tmp_path):
     assert args.strip().splitlines()[-1].endswith("/lib/server/libjvm.so"), args
 
 
+@pytest.mark.parametrize("planted", ["fifo", "symlink to a host file"])
+def test_jvmtrace_bt_never_opens_what_a_container_planted_at_the_librarys_path(tmp_path, planted):
+    """A process in its own mount namespace (bpftrace reads files by their
+    path through /proc/PID/root there) maps a file named libjvm.so and
+    chroots into a directory of its own, where that path is a FIFO, or a
+    symbolic link to the host's libjvm.so (an absolute link, which a path
+    walk through /proc/PID/root resolves on the host).  jvmtrace-bt refuses
+    at once: the path does not lead, through no symbolic link, to the file the
+    process maps; bpftrace never runs and no writer of the FIFO sees a reader.
+    The old script ran nm on /proc/PID/root/<path>: on the symlink it read the
+    host's libjvm.so and ran bpftrace on it (the stand-in got the program); on
+    the FIFO nm happened to refuse ("not an ordinary file")."""
+    box = tmp_path / "box"
+    lib = box / "lib/libjvm.so"
+    lib.parent.mkdir(parents=True)
+    shutil.copy(some_library(), lib)
+    at = Path(str(box) + str(lib))  # what /proc/PID/root + the maps text leads to
+    at.parent.mkdir(parents=True)
+    opened = threading.Event()
+    held = []
+    if planted == "fifo":
+        os.mkfifo(at)
+
+        def writer():
+            try:
+                held.append(os.open(at, os.O_WRONLY))
+                opened.set()
+            except OSError:
+                pass
+        threading.Thread(target=writer, daemon=True).start()
+    else:
+        at.symlink_to("/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so")
+    env, seen = stand_in_bpftrace(tmp_path)
+    code = ("import mmap, os, sys, ctypes\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "assert libc.unshare(0x00020000) == 0\n"  # CLONE_NEWNS: a mount namespace of its own
+            f"f = open({str(lib)!r}, 'rb')\n"
+            "m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\n"
+            f"os.chroot({str(box)!r}); os.chdir('/')\n"
+            "print('ready', os.getpid(), flush=True)\n"
+            "sys.stdin.read()\n")
+    target = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        assert target.stdout.readline().startswith("ready "), target.stderr.read()
+        assert os.readlink(f"/proc/{target.pid}/ns/mnt") != os.readlink("/proc/self/ns/mnt")
+        try:
+            r = subprocess.run([str(REPO / "scripts/jvmtrace-bt"), "gcpause_stock", str(target.pid)],
+                               capture_output=True, text=True, env=env, timeout=20)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("jvmtrace-bt did not return within 20 s: it waits on the FIFO")
+    finally:
+        target.kill()
+        target.wait()
+        if planted == "fifo":
+            try:
+                os.close(os.open(at, os.O_RDONLY | os.O_NONBLOCK))
+            except OSError:
+                pass
+        for fd in held:
+            os.close(fd)
+    assert not opened.is_set(), "something opened the FIFO planted at the library's path"
+    assert not seen.exists(), f"bpftrace ran on what was planted:\n{seen.read_text()[:600]}"
+    assert r.returncode == 1 and "does not lead to the file it maps" in r.stderr, r.stderr
+
+
 def java_classes_dir(tmp_path):
     """tests/java compiled by Debian's JDK 17 (the tests here that need only a
     stock JVM do not wait for the patched one)."""

@@ -39,6 +39,11 @@ void usage(FILE* out) {
                "What the bpftrace tools need from PID's libjvm.so, read from the file the JVM maps (never\n"
                "a path its container controls), one line each:\n"
                "  file DEV:INO                 the mapped file (a regular file; nothing else is read)\n"
+               "  path PATH                    what a bpftrace program started by --exec-fd 3 names it:\n"
+               "                               /proc/self/fd/3 (that file), or, for a JVM in another mount\n"
+               "                               namespace (bpftrace reads it through /proc/PID/root then),\n"
+               "                               /proc/PID/root/... once that path is checked to lead, with\n"
+               "                               no symbolic link, to the mapped file itself\n"
                "  probes jvmtrace|none         whether it declares the jvmtrace USDT probes\n"
                "  function CLASS::METHOD SYM   the mangled symbol of that C++ function\n"
                "  field TYPE::FIELD OFFSET     a field's offset, from the JVM's gHotSpotVMStructs\n"
@@ -53,6 +58,7 @@ void usage(FILE* out) {
 
 // What may go into a bpftrace program: a mangled C++ name, a field name.
 bool plain_symbol(const std::string& s) { return !s.empty() && std::regex_match(s, std::regex("[A-Za-z0-9_]+")); }
+bool plain_path(const std::string& s) { return std::regex_match(s, std::regex("(/[A-Za-z0-9._+~-]+)+")); }
 bool plain_qualified(const std::string& s) {
   return !s.empty() && std::regex_match(s, std::regex("[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)+"));
 }
@@ -146,6 +152,41 @@ int target_command(int argc, char** argv) {
   }
 
   std::printf("file %s\n", id);
+  // bpftrace, given -p PID of a process in another mount namespace, reads
+  // every path through /proc/PID/root (its own rule): /proc/self/fd/3 would
+  // not reach the checked file there.  Then it is given the target's path,
+  // checked now to lead inside the target's root, through no symbolic link,
+  // to the very file the JVM maps.  (Left: the container could change the
+  // path after this check and before bpftrace opens it: docs/security.md.)
+  struct stat ours, theirs;
+  const std::string proc = "/proc/" + std::to_string(pid);
+  const bool same_ns = stat("/proc/self/ns/mnt", &ours) == 0 && stat((proc + "/ns/mnt").c_str(), &theirs) == 0 &&
+                       ours.st_ino == theirs.st_ino && ours.st_dev == theirs.st_dev;
+  if (same_ns) {
+    std::printf("path /proc/self/fd/3\n");
+  } else {
+    const std::string inner = lib.shown().substr(lib.shown().find("/root") + 5);  // the maps text
+    if (!plain_path(inner)) {
+      std::fprintf(stderr, "%s: PID %d (in another mount namespace) maps libjvm.so from a path with characters "
+                   "other than letters, digits and ._+~-: refused (it would go into a bpftrace program)\n", kCmd, pid);
+      return 1;
+    }
+    const int root = open((proc + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    std::string why;
+    const int fd = root < 0 ? -1 : open_target_file(root, inner.substr(1), static_cast<uid_t>(-1), kMaxElfBytes,
+                                                    &why, proc + "/root");
+    struct stat st;
+    const bool same = fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == lib.dev() && st.st_ino == lib.ino();
+    if (fd >= 0) close(fd);
+    if (root >= 0) close(root);
+    if (!same) {
+      std::fprintf(stderr, "%s: PID %d is in another mount namespace, and its libjvm.so's path there does not lead "
+                   "to the file it maps without a symbolic link (%s): refused; bpftrace reads it by that path\n",
+                   kCmd, pid, why.empty() ? "another file" : printable(why).c_str());
+      return 1;
+    }
+    std::printf("path %s\n", (proc + "/root" + inner).c_str());
+  }
   if (probes) std::printf("probes %s\n", has_usdt_provider(lib.path(), "jvmtrace") ? "jvmtrace" : "none");
   const std::string shown = printable(lib.shown());
   ElfSymbols syms;

@@ -95,9 +95,9 @@ bool open_checked(int path_fd, const std::string& shown, uint64_t max_bytes, uid
 
 // The regular file at rel (a relative path) below the directory root_fd
 // stands for, resolving every component as if root_fd were "/" and
-// following no symbolic link at all, owned by uid and at most max_bytes
-// long: a read-only fd, or -1 with *error (errno ENOENT when it does not
-// exist).  For files a target writes (its perf map).  shown: how messages
+// following no symbolic link at all, owned by uid (any: (uid_t)-1) and at
+// most max_bytes long: a read-only fd, or -1 with *error (errno ENOENT when
+// it does not exist).  For files a target writes (its perf map).  shown: how messages
 // name root_fd's directory ("" for the target's root).
 int open_target_file(int root_fd, const std::string& rel, uid_t uid, uint64_t max_bytes, std::string* error,
                      const std::string& shown = "");
