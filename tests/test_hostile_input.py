@@ -459,3 +459,134 @@ def test_a_perf_map_of_millions_of_short_lines_is_read_within_limits(tmp_path):
         perf_map.unlink(missing_ok=True)
     assert rec.returncode == 0, f"record exited {rec.returncode}: {rec.stderr[-1500:]}"
     assert "perf map: more than 524288 entries or 64 MiB: the rest is not read" in rec.stderr, rec.stderr[-1500:]
+
+
+# --- target-chosen text is escaped on every path --------------------------------
+
+RAW_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # (tab and newline are the tools' own)
+PAYLOAD = "\x1b]0;pwned\x07"  # a terminal's window-title write
+
+
+def assert_escaped(what, text):
+    assert not RAW_CONTROL.search(text), f"{what} printed a raw control character: {text[-1500:]!r}"
+    assert "\\x1b]0;pwned\\x07" in text, f"{what} does not show the text escaped:\n{text[-1500:]}"
+
+
+@pytest.fixture
+def jdk_under_a_hostile_path():
+    """Debian's JDK (hard links) in a directory whose name is a terminal
+    escape sequence: the path a JVM's maps show for its libjvm.so is then
+    the container's choice of bytes."""
+    base = Path("/var/tmp") / f"jvmtrace-esc-{os.getpid()}"
+    jdk = base / PAYLOAD / "jdk"
+    shutil.rmtree(base, ignore_errors=True)
+    jdk.parent.mkdir(parents=True)
+    subprocess.run(["cp", "-al", "/usr/lib/jvm/java-17-openjdk-amd64", str(jdk)], check=True)
+    yield jdk
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_libjvm_path_with_escapes_reaches_no_terminal_raw(tmp_path, jdk_under_a_hostile_path):
+    """stat and record name the JVM's libjvm.so, by the path its maps show
+    (the container's bytes), in their first line and in the trace; jvmtrace
+    target names it in its errors.  Each prints it escaped (\\xNN).  The old
+    code printed the path raw: the window-title write reached the terminal."""
+    jdk = jdk_under_a_hostile_path
+    jvm = subprocess.Popen([str(jdk / "bin/java"), "-Xmx64m", "-cp", str(java_classes_dir(tmp_path)), "AllocWorker",
+                            "200000"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert jvm.stdout.readline().startswith("ready ")
+        assert PAYLOAD in Path(f"/proc/{jvm.pid}/maps").read_text()
+        stat = subprocess.run([str(JVMTRACE), "stat", "-p", str(jvm.pid), "-d", "1"], capture_output=True,
+                              text=True, timeout=120)
+        rec = subprocess.run([str(JVMTRACE), "record", "-p", str(jvm.pid), "-d", "1", "-o", str(tmp_path / "t.jvmtrace")],
+                             capture_output=True, text=True, timeout=120)
+        # (a function this HotSpot lacks: the error names the library)
+        tgt = subprocess.run([str(JVMTRACE), "target", str(jvm.pid), "--function", "NoSuch::function"],
+                             capture_output=True, text=True, timeout=60)
+    finally:
+        jvm.kill()
+        jvm.wait()
+    assert stat.returncode == 0 and rec.returncode == 0, stat.stderr + rec.stderr
+    assert_escaped("stat", stat.stderr)
+    assert_escaped("record", rec.stderr)
+    assert tgt.returncode == 1
+    assert_escaped("jvmtrace target", tgt.stderr)
+    dump = subprocess.run([str(JVMTRACE), "dump", str(tmp_path / "t.jvmtrace")], capture_output=True, text=True)
+    assert_escaped("dump", dump.stdout)
+
+
+FAKE_JVM = r"""
+import mmap, os, signal, socket, sys
+lib = sys.argv[1]
+f = open(lib, 'rb')
+m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+signal.signal(signal.SIGQUIT, lambda *a: None)  # catches SIGQUIT, as HotSpot does
+path = f"/tmp/.java_pid{os.getpid()}"
+s = socket.socket(socket.AF_UNIX)
+s.bind(path)
+s.listen(4)
+print("ready", os.getpid(), flush=True)
+try:
+    while True:
+        c, _ = s.accept()
+        c.recv(4096)
+        # An error code, then text of its choosing: what jvmtrace prints as the JVM's answer.
+        c.sendall(b"1\n\x1b]0;pwned\x07 and more\n")
+        c.close()
+finally:
+    os.unlink(path)
+"""
+
+
+def test_the_attach_answer_reaches_no_terminal_raw(tmp_path):
+    """record --stacks asks the JVM for its perf map over the attach socket
+    and prints the JVM's answer when it is an error.  A process that serves
+    its own attach socket (it passes every check: the socket is its own, of
+    its uid, and it is the listener) answers with an escape sequence: record
+    prints it escaped.  The old code printed the JVM's answer raw."""
+    lib = tmp_path / "libjvm.so"
+    shutil.copy(some_library(), lib)
+    fake = subprocess.Popen([sys.executable, "-c", FAKE_JVM, str(lib)], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert fake.stdout.readline().startswith("ready ")
+        rec = subprocess.run([str(JVMTRACE), "record", "--stacks", "-p", str(fake.pid), "--binary", str(FIXTURE),
+                              "-d", "1", "-o", str(tmp_path / "a.jvmtrace")], capture_output=True, text=True,
+                             timeout=120)
+    finally:
+        fake.kill()
+        fake.wait()
+    assert rec.returncode == 0, rec.stderr
+    assert "the JVM answered 1" in rec.stderr, rec.stderr
+    assert_escaped("record's perf-map line", rec.stderr)
+
+
+def test_a_process_name_with_escapes_reaches_no_log_list_or_metrics_raw(tmp_path):
+    """A process names itself (its comm, which any process sets with
+    prctl(PR_SET_NAME)) with an escape sequence and maps a libjvm.so: the
+    daemon's log, `jvmtrace daemon list` and /metrics show no raw control
+    character, and the name escaped where it is shown.  The old daemon wrote
+    comm raw into its log and its list."""
+    from test_daemon import Daemon, parse_exposition
+    lib = tmp_path / "lib/libjvm.so"
+    lib.parent.mkdir()
+    shutil.copy(some_library(), lib)
+    daemon = Daemon(tmp_path)
+    target = None
+    try:
+        target = mapper(lib, extra=("import ctypes; ctypes.CDLL(None).prctl(15, "
+                                    f"ctypes.c_char_p({PAYLOAD.encode()!r}), 0, 0, 0)"))
+        assert PAYLOAD in Path(f"/proc/{target.pid}/comm").read_text()
+        daemon.wait_listed(target.pid)
+        listing = daemon.client("list").stdout
+        metrics = daemon.metrics()
+        parse_exposition(metrics)
+    finally:
+        if target:
+            target.kill()
+            target.wait()
+        log = daemon.stop()
+    assert_escaped("daemon list", listing)
+    assert_escaped("the daemon's log", log)
+    assert not RAW_CONTROL.search(metrics), "raw control characters in /metrics"

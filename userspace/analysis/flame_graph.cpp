@@ -9,6 +9,7 @@
 
 #include "jvmtrace_events.h"
 #include "analysis/svg_plot.h"
+#include "base/strings.h"
 
 namespace jvmtrace::analysis {
 
@@ -47,8 +48,10 @@ void FlameGraph::flush_pending(int64_t stack) {
 // and the last names hold for all its events.
 void FlameGraph::finish() {
   flush_pending(-1);
-  // Frame names must not contain the separator.
-  auto clean = [](std::string s) {
+  // Frame names must not contain the separator, nor (they are the target's
+  // text, read on a terminal or by other tools) control characters: \xNN.
+  auto clean = [](const std::string& name) {
+    std::string s = printable(name);
     std::replace(s.begin(), s.end(), ';', ':');
     return s;
   };

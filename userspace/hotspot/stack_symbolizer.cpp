@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "base/clock.h"
+#include "base/strings.h"
 #include "process/target.h"
 #include "process/target_file.h"
 
@@ -135,7 +136,7 @@ bool StackSymbolizer::load_perf_map() {
   if (fd < 0) {
     if (errno == ENOENT) return false;  // not written (yet)
     if (problem != perf_problem_)
-      std::fprintf(stderr, "jvmtrace record: perf map: %s; JIT-compiled Java frames stay unnamed\n", problem.c_str());
+      std::fprintf(stderr, "jvmtrace record: perf map: %s; JIT-compiled Java frames stay unnamed\n", printable(problem).c_str());
     perf_problem_ = problem;
     return false;
   }
@@ -221,7 +222,7 @@ bool PerfMapRefresher::start(double timeout_s) {
   std::string why;
   if (!where_.perf_map_fit_to_write(&why)) {
     why += ": the JVM is not asked to write its perf map";
-    if (problem_ != why) std::fprintf(stderr, "jvmtrace record: perf map: %s\n", why.c_str());
+    if (problem_ != why) std::fprintf(stderr, "jvmtrace record: perf map: %s\n", printable(why).c_str());
     problem_ = why;
     backoff_until_ns_ = monotonic_ns() + interval_ns_;
     return false;
@@ -240,14 +241,16 @@ bool PerfMapRefresher::finished() {
       // Asked again soon; said once.
       soon_ = true;
       if (!told_not_ready_)
-        std::fprintf(stderr, "jvmtrace record: perf map: %s; asking again until it does\n", op_.message().c_str());
+        std::fprintf(stderr, "jvmtrace record: perf map: %s; asking again until it does\n",
+                     printable(op_.message()).c_str());
       told_not_ready_ = true;
       problem_ = op_.message();
       return false;
     default:
       // Not retried early: a refusal or a failure would only repeat.
       if (problem_ != op_.message())
-        std::fprintf(stderr, "jvmtrace record: perf map: %s\n", op_.message().c_str());
+        // (the JVM's own answer, up to 4 KiB of its text)
+        std::fprintf(stderr, "jvmtrace record: perf map: %s\n", printable(op_.message()).c_str());
       problem_ = op_.message();
       backoff_until_ns_ = monotonic_ns() + interval_ns_;
       return false;
