@@ -590,3 +590,194 @@ def test_a_process_name_with_escapes_reaches_no_log_list_or_metrics_raw(tmp_path
     assert_escaped("daemon list", listing)
     assert_escaped("the daemon's log", log)
     assert not RAW_CONTROL.search(metrics), "raw control characters in /metrics"
+
+
+# --- the target is pinned from attach to detach -----------------------------------
+
+PID_REUSE = r"""
+# PID 1 of a PID namespace of its own (with its /proc): there the next PID
+# can be chosen (ns_last_pid), so a PID is reused at once, deterministically.
+import os, signal, subprocess, sys, time
+fixture, jvmtrace, out = sys.argv[1:4]
+a = subprocess.Popen([fixture, "--rounds", "0", "--linger", "600000"], stdout=subprocess.PIPE, text=True)
+assert a.stdout.readline().startswith("ready ")
+rec = subprocess.Popen([jvmtrace, "record", "-p", str(a.pid), "--binary", fixture, "-o", out],
+                       stderr=subprocess.PIPE, text=True)
+for line in rec.stderr:
+    if line.startswith("Recording PID"):
+        break
+# The recorder is stopped while the target exits and another process takes its PID.
+os.kill(rec.pid, signal.SIGSTOP)
+a.kill()
+a.wait()
+with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+    f.write(str(a.pid - 1))
+b = subprocess.Popen(["sleep", "60"])
+print("reused" if b.pid == a.pid else f"not reused: {b.pid} != {a.pid}", flush=True)
+os.kill(rec.pid, signal.SIGCONT)
+t0 = time.monotonic()
+try:
+    err = rec.communicate(timeout=10)[1]
+    print(f"ended after {time.monotonic() - t0:.2f} s", flush=True)
+    print(err, flush=True)
+except subprocess.TimeoutExpired:
+    print("still recording 10 s after its target exited", flush=True)
+    rec.kill()
+    rec.wait()
+b.kill()
+"""
+
+
+def test_a_reused_pid_is_not_taken_for_the_target(tmp_path):
+    """The recorder's target exits and another process gets its PID at once
+    (forced, in a PID namespace of its own; the recorder was stopped meanwhile,
+    as a busy machine might delay it).  The recorder must see its target gone:
+    its liveness is the pidfd opened when it first looked at the target, not
+    the number.  The old recorder asked kill(PID, 0): it recorded the new
+    process, still running 10 s later."""
+    r = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "--", "/usr/bin/python3", "-c", PID_REUSE,
+                        str(FIXTURE), str(JVMTRACE), str(tmp_path / "reuse.jvmtrace")],
+                       capture_output=True, text=True, timeout=120)
+    assert "reused" in r.stdout.splitlines()[0], r.stdout + r.stderr
+    assert "ended after" in r.stdout and "target exited" in r.stdout, r.stdout + r.stderr
+    assert float(r.stdout.split("ended after ")[1].split()[0]) < 2, r.stdout
+
+
+# --- root keeps the control socket -----------------------------------------------
+
+FLOOD = r"""
+# Keeps N connections open and idle to one address (the daemon closes each
+# after 1 s: it is opened again at once), until stdin closes.
+import select, socket, sys, time
+kind, where, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def connect():
+    s = socket.socket(socket.AF_UNIX if kind == "unix" else socket.AF_INET)
+    s.setblocking(True)
+    s.settimeout(1)
+    try:
+        s.connect(where if kind == "unix" else ("127.0.0.1", int(where)))
+    except OSError:
+        s.close()
+        return None
+    s.setblocking(False)
+    return s
+socks = []
+print("flooding", flush=True)
+while not select.select([sys.stdin], [], [], 0)[0]:
+    socks = [s for s in socks if s is not None]
+    alive = []
+    for s in socks:
+        try:
+            if s.recv(1) == b"":
+                s.close()
+                continue
+        except BlockingIOError:
+            pass
+        except OSError:
+            s.close()
+            continue
+        alive.append(s)
+    socks = alive
+    while len(socks) < n:
+        s = connect()
+        if s is None:
+            break
+        socks.append(s)
+    time.sleep(0.02)
+"""
+
+
+def flood(kind, where, n, uid, gid):
+    p = subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "/usr/bin/python3", "-c",
+                          FLOOD, kind, str(where), str(n)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "flooding", p.stderr.read()
+    return p
+
+
+def test_floods_of_the_metrics_port_and_the_group_keep_no_root_from_the_control_socket(tmp_path):
+    """Any local user can reach the metrics port, and members of --group the
+    control socket.  Both flood them (300 idle connections each, reopened as
+    the daemon closes them): root's status is answered within 2 s throughout,
+    and the metrics port still serves.  The old daemon had one cap of 256
+    connections for both sockets: with it full, root's connection was closed
+    unanswered."""
+    import tempfile
+    from test_daemon import Daemon
+    sockdir = tempfile.mkdtemp(prefix="jvmtraced-flood")
+    os.chmod(sockdir, 0o755)  # (nobody must reach the socket)
+    daemon = Daemon(tmp_path, "--group", "nogroup", "--socket", f"{sockdir}/d.sock")
+    daemon.sock = f"{sockdir}/d.sock"
+    floods = []
+    try:
+        floods.append(flood("tcp", daemon.port, 300, 65534, 65534))
+        floods.append(flood("unix", daemon.sock, 300, 65534, 65534))  # nobody in nogroup: a member
+        time.sleep(0.5)  # (the floods have filled their budgets: the condition under test)
+        worst = answers_throughout(daemon, 4)
+        print(f"slowest status answer under the floods: {worst * 1000:.1f} ms")
+    finally:
+        for p in floods:
+            p.stdin.close()
+            p.wait(10)
+        log = daemon.stop()
+        shutil.rmtree(sockdir, ignore_errors=True)
+
+
+def test_workers_are_capped(tmp_path):
+    """--auto-stat starts a root worker per JVM found: with --max-workers 2
+    and four processes that map a libjvm.so, two workers run, and the others
+    are refused, logged; an attach asked for then is refused with the
+    reason.  (The old daemon had no cap: a user starting JVMs had root start
+    a worker for each.)"""
+    from test_daemon import Daemon
+    worker = tmp_path / "worker.sh"  # a stand-in for jvmtrace: attached at once, until SIGINT
+    worker.write_text("#!/bin/sh\ntrap 'exit 0' INT\necho 'Attached 1 probe. Hit Ctrl-C to end.' >&2\n"
+                      "while :; do sleep 1; done\n")
+    worker.chmod(0o755)
+    lib = tmp_path / "lib/libjvm.so"
+    lib.parent.mkdir()
+    shutil.copy(some_library(), lib)
+    targets = [mapper(lib) for _ in range(4)]
+    daemon = Daemon(tmp_path, "--auto-stat", "--max-workers", "2", "--jvmtrace", str(worker))
+    try:
+        for t in targets:
+            daemon.wait_listed(t.pid)
+        daemon.log.wait_for(lambda l: "attachments already (max-workers 2)" in l, 15, "a refused auto-stat")
+        status = daemon.client("status").stdout
+        assert "attached stat 2," in status or "attached stat 2\n" in status, status
+        r = daemon.client("attach", targets[0].pid, "--record")
+        assert r.returncode != 0 and "max-workers 2" in r.stdout + r.stderr, r.stdout + r.stderr
+    finally:
+        for t in targets:
+            t.kill()
+            t.wait()
+        daemon.stop()
+
+
+@pytest.mark.parametrize("what", ["--socket", "--trace-dir"])
+def test_paths_below_a_directory_others_may_write_are_refused(tmp_path, what):
+    """The daemon creates its control socket and its recordings by path: a
+    directory on the way that another user may write lets that user swap what
+    is below it (the socket's path for a link to /etc/shadow before the old
+    daemon's chown/chmod by path; the trace directory for one to /etc under a
+    running recorder).  The daemon refuses to start, naming the directory.
+    The old daemon checked only the trace directory itself and started."""
+    import tempfile
+    base = Path(tempfile.mkdtemp(prefix="jvmtraced-parents"))
+    os.chmod(base, 0o755)
+    users = base / "users"
+    users.mkdir()
+    os.chown(users, 65534, 65534)  # nobody's
+    inner = users / "root-owned"
+    inner.mkdir(mode=0o750)  # root's itself, below nobody's directory
+    args = {"--socket": ["--socket", str(inner / "d.sock"), "--trace-dir", str(tmp_path / "traces")],
+            "--trace-dir": ["--socket", str(tmp_path / "d.sock"), "--trace-dir", str(inner / "traces")]}[what]
+    try:
+        r = subprocess.run([str(BUILD_DIR / "userspace/jvmtraced"), "--metrics-port", "0", *args],
+                           capture_output=True, text=True, timeout=20)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("the daemon started below a directory nobody may write")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    assert r.returncode == 1, r.stderr
+    assert f"is below {users}, owned by uid 65534" in r.stderr, r.stderr

@@ -14,7 +14,8 @@
 namespace jvmtrace {
 
 bool check_target(const char* cmd, pid_t pid, const std::string& binary, Target* t) {
-  if (!process_alive(pid)) {
+  // Pinned first: what is read of it from here on is this process's.
+  if (!t->proc.open(pid) || !process_alive(pid)) {
     std::fprintf(stderr, "%s: no process with PID %d\n", cmd, pid);
     return false;
   }
@@ -29,6 +30,10 @@ bool check_target(const char* cmd, pid_t pid, const std::string& binary, Target*
   }
   if (!ok) {
     std::fprintf(stderr, "%s: libjvm.so of PID %d: %s\n", cmd, pid, printable(error).c_str());
+    return false;
+  }
+  if (!t->proc.alive()) {  // (its maps were read: of this process, not of a successor)
+    std::fprintf(stderr, "%s: PID %d exited while it was being looked at\n", cmd, pid);
     return false;
   }
   t->probes = usdt_probe_names(t->binary.path(), "jvmtrace");
@@ -106,9 +111,9 @@ bool BpfSession::has_pause_probes() const {
 
 std::string BpfSession::drain(const volatile __u64* drained_ns, uint64_t end_ns,
                               const std::function<void()>& tick) {
-  if (stock_ || probe_set_ != ProbeSet::kBatched || !process_alive(target_.pid)) return "";
+  if (stock_ || probe_set_ != ProbeSet::kBatched || !target_.proc.alive()) return "";
   std::string error;
-  const Drain d = drain_alloc_batches(obj_, target_.pid, target_.binary, drained_ns, end_ns, kDrainTimeout, tick,
+  const Drain d = drain_alloc_batches(obj_, target_.proc, target_.binary, drained_ns, end_ns, kDrainTimeout, tick,
                                       &error);
   return drain_note(d, error);
 }

@@ -26,6 +26,7 @@ namespace jvmtrace {
 // HotSpot).  On failure prints "<cmd>: reason" and returns false.
 struct Target {
   pid_t pid = 0;
+  PinnedPid proc;  // the process itself, from the check to the detach
   TargetFile binary;  // the ELF file the probes are in; binary.shown() names it
   bool has_probes = false;
   std::set<std::string> probes;  // the jvmtrace probes it declares

@@ -133,7 +133,7 @@ bool attach_jvmtrace_usdt(bpf_object* obj, pid_t pid, const TargetFile& binary, 
   return true;
 }
 
-Drain drain_alloc_batches(bpf_object* obj, pid_t pid, const TargetFile& binary,
+Drain drain_alloc_batches(bpf_object* obj, const PinnedPid& target, const TargetFile& binary,
                           const volatile __u64* drained_ns, uint64_t end_ns, double timeout_s,
                           const std::function<void()>& tick, std::string* error) {
   bpf_program* prog = bpf_object__find_program_by_name(obj, kDrainProbe);
@@ -142,10 +142,10 @@ Drain drain_alloc_batches(bpf_object* obj, pid_t pid, const TargetFile& binary,
     return Drain::kAttachFailed;
   }
   Links drain;
-  bpf_link* l = bpf_program__attach_usdt(prog, pid, binary.path().c_str(), "jvmtrace", kDrainProbe, nullptr);
+  bpf_link* l = bpf_program__attach_usdt(prog, target.pid(), binary.path().c_str(), "jvmtrace", kDrainProbe, nullptr);
   if (!l) {
     const int err = errno;
-    if (!process_alive(pid)) return Drain::kTargetExited;
+    if (!target.alive()) return Drain::kTargetExited;
     *error = std::string("cannot attach to jvmtrace:alloc__drain: ") + std::strerror(err);
     return Drain::kAttachFailed;
   }
@@ -154,7 +154,7 @@ Drain drain_alloc_batches(bpf_object* obj, pid_t pid, const TargetFile& binary,
   for (;;) {
     if (__atomic_load_n(drained_ns, __ATOMIC_ACQUIRE) >= end_ns) return Drain::kDone;
     // A JVM that exits flushes every buffer at its last safepoint.
-    if (!process_alive(pid)) return Drain::kTargetExited;
+    if (!target.alive()) return Drain::kTargetExited;
     if (clock_ns(CLOCK_MONOTONIC) >= deadline) return Drain::kTimedOut;
     if (tick) tick();
     usleep(10000);

@@ -126,7 +126,7 @@ void select_probe_set(bpf_object* obj, ProbeSet set);
 // ended by end_ns has reached the tracer; calls tick() every 10 ms while it
 // waits.  *drained_ns is the program's global.  Returns how it ended.
 enum class Drain { kDone, kTargetExited, kTimedOut, kAttachFailed };
-Drain drain_alloc_batches(bpf_object* obj, pid_t pid, const TargetFile& binary,
+Drain drain_alloc_batches(bpf_object* obj, const PinnedPid& target, const TargetFile& binary,
                           const volatile __u64* drained_ns, uint64_t end_ns, double timeout_s,
                           const std::function<void()>& tick, std::string* error);
 // What a tool says when the drain did not end with kDone (empty if it did).

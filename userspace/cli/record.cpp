@@ -244,7 +244,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
     return 1;
   }
 
-  Recorder recorder(o.pid, &writer, stock ? &bpf.stock_target() : nullptr);
+  Recorder recorder(bpf.target().proc, &writer, stock ? &bpf.stock_target() : nullptr);
   // --stacks: the perf map first (the attach operation takes ~0.1-0.5 s),
   // so that the first stacks already have their Java frames' names.  A
   // refresh that fails says why itself (stack_symbolizer.cpp).
@@ -252,7 +252,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
   std::unique_ptr<PerfMapRefresher> refresher;
   if (o.stacks) {
     symbolizer = std::make_unique<StackSymbolizer>(o.pid);
-    refresher = std::make_unique<PerfMapRefresher>(o.pid, o.perfmap_seconds, *symbolizer);
+    refresher = std::make_unique<PerfMapRefresher>(bpf.target().proc, o.perfmap_seconds, *symbolizer);
     refresher->run_now(10);
     symbolizer->load_perf_map();
     if (process_cmdline(o.pid).find("-XX:+PreserveFramePointer") == std::string::npos)
@@ -375,7 +375,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
     if (launch) launch->tick();  // JVMs the program starts later are held too: let them go
     if (stop_requested()) { reason = trace::kEndUser; break; }
     if (o.duration > 0 && secs >= o.duration) { reason = trace::kEndDuration; break; }
-    if (!process_alive(o.pid)) { reason = trace::kEndTargetExit; break; }
+    if (!bpf.target().proc.alive()) { reason = trace::kEndTargetExit; break; }  // (the pidfd, not the number)
   }
   // Batched, on a live JVM: the slow paths that ended by now, still in the
   // VM's buffers, are handed over at its next safepoint; later ones are left
@@ -399,7 +399,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
   // written now (the target alive) or at its exit (-XX:+DumpPerfMapAtExit,
   // or the last refresh, still in its /tmp).
   if (symbolizer && recorder.unnamed_jit()) {
-    refresher->finish(process_alive(o.pid) ? 5.0 : 0.0);
+    refresher->finish(bpf.target().proc.alive() ? 5.0 : 0.0);
     if (symbolizer->load_perf_map()) recorder.perf_map_changed();
   }
   const double secs = std::chrono::duration<double>(clock::now() - start).count();

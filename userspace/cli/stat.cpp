@@ -460,7 +460,7 @@ int stat_pid(const Options& o, Launch* launch) {
     const auto now = clock::now();
     const double elapsed = std::chrono::duration<double>(now - start).count();
     if (o.duration > 0 && elapsed >= o.duration) break;
-    if (!process_alive(o.pid)) {
+    if (!bpf.target().proc.alive()) {  // (the pidfd: not a later process of that number)
       target_gone = true;
       break;
     }

@@ -19,6 +19,7 @@ struct Config {
   std::string segment_seconds;  // ... and/or each N seconds ("" = not by time)
   double max_disk_mb = 0;       // cap on the trace directory (0: none)
   long keep = 0;           // record workers: newest segments kept
+  long max_workers = 64;   // attachments (worker processes) at once; auto-stat's too
   std::string jvmtrace;  // the worker binary
   bool verbose = false;
 };

@@ -171,8 +171,13 @@ void Daemon::accept_clients(int listen_fd, bool control) {
   for (int i = 0; i < 64; i++) {  // what is queued, within reason; the rest next round
     const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) return;
-    if (clients_.size() >= kMaxClients) {  // the metrics port is open to every local user: no fd exhaustion
-      if (c_.verbose) log_line("warn", "%zu clients already: one more closed unanswered", clients_.size());
+    // Each socket its own budget (no fd exhaustion; a flood of one does not
+    // close the other); root beyond the control budget, within its reserve.
+    const size_t open = clients_of(control);
+    const bool over = open >= (control ? kMaxControlClients : kMaxMetricsClients);
+    if (over && !(control && open < kMaxControlClients + kRootReserve && peer_uid(fd) == 0)) {
+      if (c_.verbose)
+        log_line("warn", "%zu %s clients already: one more closed unanswered", open, control ? "control" : "metrics");
       close(fd);
       continue;
     }
@@ -334,6 +339,9 @@ std::string Daemon::attach(uint64_t client, pid_t pid, const std::string& what, 
     return now_or_log("error: PID " + std::to_string(pid) + " is not a JVM this daemon has found");
   }
   const Worker::Kind kind = what == "stat" ? Worker::kStat : Worker::kRecord;
+  if (workers_.size() >= static_cast<size_t>(c_.max_workers))
+    return now_or_log("error: " + std::to_string(workers_.size()) + " attachments already (max-workers " +
+                      std::to_string(c_.max_workers) + "): detach one first");
   for (auto& w : workers_)
     if (w->target() == pid && w->kind() == kind && !w->stopping)
       return now_or_log("error: " + what + (pending_.attaching(w->pid()) ? " is being attached to PID " : " is already attached to PID ") +

@@ -34,7 +34,11 @@ class Daemon {
   // How long a worker may take to attach, and to stop after SIGINT before
   // it is killed (detach; the daemon stopping).
   static constexpr double kAttachSeconds = 60, kDetachSeconds = 15, kShutdownSeconds = 20;
-  static constexpr size_t kMaxClients = 256;  // connections open at once (each lives 1 s unless it waits on a worker)
+  // Connections open at once (each lives 1 s unless it waits on a worker),
+  // with a budget each: any local user can reach the metrics port, and must
+  // not be able to keep root from the control socket.  Root has a reserve
+  // beyond the control budget (the group's members cannot fill it either).
+  static constexpr size_t kMaxControlClients = 64, kRootReserve = 16, kMaxMetricsClients = 192;
 
   Daemon(const Config& c, ConfigSource source)
       : c_(c),
@@ -128,6 +132,11 @@ class Daemon {
   TraceDir trace_dir_;
   PendingReplies pending_;
   std::map<uint64_t, Client> clients_;
+  size_t clients_of(bool control) const {
+    size_t n = 0;
+    for (const auto& [id, c] : clients_) n += c.control == control;
+    return n;
+  }
   uint64_t next_client_ = 1;  // 0 is "nobody" (PendingReplies)
   double started_ = now_s();
 };

@@ -238,13 +238,13 @@ void AttachOperation::finish_with(AttachStatus s, const std::string& m) {
   report_fd_ = pidfd_ = -1;
 }
 
-bool AttachOperation::start(pid_t pid, const std::string& command, double timeout_s) {
+bool AttachOperation::start(pid_t pid, const std::string& command, double timeout_s, int pidfd) {
   if (child_ > 0) return false;
   report_.clear();
   message_.clear();
   // The pidfd first: the status read next, if the pidfd's process is still
   // alive after it, is that process's and not a successor's.
-  pidfd_ = pidfd_open(pid);
+  pidfd_ = pidfd >= 0 ? fcntl(pidfd, F_DUPFD_CLOEXEC, 0) : pidfd_open(pid);
   if (pidfd_ < 0) {
     finish_with(errno == ESRCH ? AttachStatus::kGone : AttachStatus::kFailed,
                 errno == ESRCH ? "the target exited" : errno_text("pidfd_open"));

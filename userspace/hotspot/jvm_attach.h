@@ -54,8 +54,11 @@ class AttachOperation {
   AttachOperation& operator=(const AttachOperation&) = delete;
 
   // Starts `jcmd <command>` on pid, to finish within timeout_s.  False (and
-  // status() says why) if it could not even start.
-  bool start(pid_t pid, const std::string& command, double timeout_s);
+  // status() says why) if it could not even start.  pidfd: the target's, held
+  // since it was first looked at (PinnedPid; duplicated here), so that the
+  // operation goes to that process and no later one of its number; -1: one is
+  // opened now.
+  bool start(pid_t pid, const std::string& command, double timeout_s, int pidfd = -1);
   // Whether it has finished (wait: block until it has).
   bool poll(bool wait);
   bool running() const { return child_ > 0; }

@@ -227,7 +227,7 @@ bool PerfMapRefresher::start(double timeout_s) {
     backoff_until_ns_ = monotonic_ns() + interval_ns_;
     return false;
   }
-  if (op_.start(pid_, "Compiler.perfmap", timeout_s)) return true;
+  if (op_.start(target_.pid(), "Compiler.perfmap", timeout_s, target_.fd())) return true;
   finished();
   return false;
 }

@@ -88,8 +88,10 @@ class PerfMapRefresher {
  public:
   // where: the symbolizer reading the map, which knows where it is; the
   // JVM is only asked to write it while that file is fit for it.
-  PerfMapRefresher(pid_t pid, double interval_s, const StackSymbolizer& where)
-      : pid_(pid), where_(where), interval_ns_(static_cast<uint64_t>(interval_s * 1e9)) {}
+  // target: pinned since the attach; every refresh goes to it, not to a later
+  // process of its number.
+  PerfMapRefresher(const PinnedPid& target, double interval_s, const StackSymbolizer& where)
+      : target_(target), where_(where), interval_ns_(static_cast<uint64_t>(interval_s * 1e9)) {}
   // Why the last refresh failed; empty if it worked (or none finished yet).
   const std::string& problem() const { return problem_; }
   // Starts a refresh if none runs and the interval has passed (soon: 0.25 s,
@@ -106,7 +108,7 @@ class PerfMapRefresher {
   bool start(double timeout_s);
   bool finished();  // the running refresh has ended; true if it worked
 
-  pid_t pid_;
+  const PinnedPid& target_;
   const StackSymbolizer& where_;
   AttachOperation op_;
   std::string problem_;

@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -74,6 +76,34 @@ bool process_alive(pid_t pid) {
   if (!read_proc_file("/proc/" + std::to_string(pid) + "/stat", &s)) return kill(pid, 0) == 0 || errno != ESRCH;
   auto close = s.rfind(')');
   return close != std::string::npos && close + 2 < s.size() && s[close + 2] != 'Z';
+}
+
+PinnedPid::~PinnedPid() {
+  if (fd_ >= 0) close(fd_);
+}
+
+PinnedPid& PinnedPid::operator=(PinnedPid&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) close(fd_);
+    pid_ = o.pid_;
+    fd_ = o.fd_;
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+bool PinnedPid::open(pid_t pid) {
+  if (fd_ >= 0) close(fd_);
+  pid_ = pid;
+  fd_ = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  return fd_ >= 0;
+}
+
+bool PinnedPid::alive() const {
+  if (fd_ < 0) return false;
+  // A pidfd is readable once its process has exited (zombie or reaped).
+  pollfd p{fd_, POLLIN, 0};
+  return poll(&p, 1, 0) == 0;
 }
 
 std::string read_process_memory(pid_t pid, uint64_t addr, size_t len) {

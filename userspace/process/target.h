@@ -38,8 +38,33 @@ uint64_t libjvm_map_start(pid_t pid);
 // fails with ESRCH, and that ended stat and jvmtraced with an abort).
 bool read_proc_file(const std::string& path, std::string* out, size_t max = 1 << 20);
 
-// True while PID exists (a zombie counts as gone).
+// True while PID exists (a zombie counts as gone).  By number: for a target
+// held from attach to detach, PinnedPid.
 bool process_alive(pid_t pid);
+
+// The target pinned by a pidfd, opened once when it is first looked at and
+// held to the detach: alive() asks the pidfd, not the PID number, which
+// another process may get once the target has exited; whatever was read of
+// /proc/PID or the process's memory before alive() said true was the
+// target's own.
+class PinnedPid {
+ public:
+  PinnedPid() = default;
+  ~PinnedPid();
+  PinnedPid(PinnedPid&& o) noexcept : pid_(o.pid_), fd_(o.fd_) { o.fd_ = -1; }
+  PinnedPid& operator=(PinnedPid&& o) noexcept;
+  PinnedPid(const PinnedPid&) = delete;
+  PinnedPid& operator=(const PinnedPid&) = delete;
+
+  bool open(pid_t pid);  // false with errno (ESRCH: no such process)
+  pid_t pid() const { return pid_; }
+  int fd() const { return fd_; }
+  bool alive() const;  // false once the process has exited (a zombie too)
+
+ private:
+  pid_t pid_ = 0;
+  int fd_ = -1;
+};
 
 // Up to len bytes at addr in PID's memory; empty on failure.
 std::string read_process_memory(pid_t pid, uint64_t addr, size_t len);

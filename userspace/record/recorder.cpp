@@ -315,6 +315,7 @@ uint64_t Recorder::thread(uint32_t tid) {
   if (it != threads_.end()) return it->second;
   if (!room_for(threads_.size(), kMaxThreads, 16)) return kNotKept;  // (a thread's name: 15 bytes at most)
   std::string name = thread_name(pid_, tid);
+  if (!target_.alive()) name.clear();  // (the number may be another process's now)
   name_bytes_ += name.size();
   return threads_.emplace(tid, w_->define_thread(tid, name.empty() ? "<exited>" : name)).first->second;
 }
@@ -326,6 +327,7 @@ uint64_t Recorder::klass(uint64_t addr, uint64_t len) {
   const size_t n = len < 1024 ? len : 1024;
   if (!room_for(classes_.size(), kMaxClasses, n)) return kNotKept;
   std::string name = len ? read_process_memory(pid_, addr, n) : "";
+  if (!target_.alive()) name.clear();
   if (name.empty()) name = addr ? "<unreadable>" : "<none>";
   name_bytes_ += name.size();
   return classes_.emplace(key, w_->define_class(name)).first->second;
@@ -337,6 +339,7 @@ uint64_t Recorder::string(uint64_t addr) {
   if (strings_.size() >= kMaxStrings) return kNotKept;
   bool terminated = false;  // an empty string (G1 Remark's cause) is not an unreadable one
   std::string s = addr ? read_process_string(pid_, addr, 256, &terminated) : "";
+  if (!target_.alive()) s.clear(), terminated = false;
   if (s.empty() && !terminated) s = addr ? "<unreadable>" : "<none>";
   const uint64_t id = text(s);
   if (id == kNotKept) return kNotKept;

@@ -45,7 +45,10 @@ static_assert(kMaxNameBytes <= trace::kMaxTableNameBytes && kMaxStackFrames <= t
 // Turns kernel events into trace events: thread, class and GC-name tables.
 class Recorder {
  public:
-  Recorder(pid_t pid, trace::TraceWriter* w, const StockTarget* stock) : pid_(pid), w_(w), stock_(stock) {}
+  // target: pinned since the attach (a name read of it counts only if it was
+  // still alive after the read: else the number may be another process's).
+  Recorder(const PinnedPid& target, trace::TraceWriter* w, const StockTarget* stock)
+      : target_(target), pid_(target.pid()), w_(w), stock_(stock) {}
 
   static int on_event(void* ctx, void* data, size_t size);
 
@@ -153,6 +156,7 @@ class Recorder {
   int stack_map_fd_ = -1;
   std::unordered_map<int64_t, CachedStack> stack_ids_;  // by the kernel's stack key (a hash of it)
   uint64_t unnamed_stacks_ = 0;  // cached stacks with a frame in JIT code the perf map did not name
+  const PinnedPid& target_;
   pid_t pid_;
   trace::TraceWriter* w_;
   std::unordered_map<uint32_t, uint32_t> threads_;
