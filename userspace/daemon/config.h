@@ -8,7 +8,7 @@
 namespace jvmtrace {
 
 struct Config {
-  std::string socket_path = "/run/jvmtraced.sock";
+  std::string socket_path = "/run/jvmtraced/jvmtraced.sock";  // (its directory: made 0755 if missing)
   std::string group;  // may also use the socket
   std::string trace_dir = "/var/lib/jvmtraced";
   std::string metrics_address = "127.0.0.1";

@@ -42,6 +42,14 @@ int listen_control_socket(const std::string& path, const std::string& group, gid
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
   char real[PATH_MAX];
+  const mode_t umask_was = umask(022);  // (its own directory, /run/jvmtraced: 0755 whatever the unit's UMask)
+  const int made = mkdir(dir.c_str(), 0755);
+  const int mkdir_errno = errno;
+  umask(umask_was);
+  if (made != 0 && mkdir_errno != EEXIST) {
+    *error = "cannot create the control socket's directory " + dir + ": " + std::strerror(mkdir_errno);
+    return -1;
+  }
   if (!realpath(dir.c_str(), real)) {
     *error = "the control socket's directory " + dir + ": " + std::strerror(errno);
     return -1;
