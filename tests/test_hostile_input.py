@@ -29,11 +29,13 @@ FIXTURE_TRACE = REPO / "tests/fixtures/traces/fixture-v1.jvmtrace"
 INJECTED_SYMBOL = '_ZN8GCTracer15report_gc_startE45a{printf("INJECTED\\n");exit()}kprobe:vfs_read'
 
 
-def mapper(path, extra=""):
+def mapper(path, extra="", before=""):
     """A process (this python) that maps `path` and waits for stdin to close:
     to /proc it has a library of that name mapped, as a JVM has libjvm.so.
-    extra: statements run after the mapping (a chroot)."""
-    code = ("import mmap, os, sys\n"
+    before, extra: statements run before the mapping (an unshare) and after
+    it (a chroot)."""
+    code = ("import ctypes, mmap, os, sys\n"
+            f"{before}\n"
             f"f = open({str(path)!r}, 'rb')\n"
             "m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\n"
             "f.close()\n"
@@ -45,6 +47,37 @@ def mapper(path, extra=""):
     line = p.stdout.readline()
     assert line.startswith("ready "), p.stderr.read()
     return p
+
+
+class FifoWriter:
+    """A FIFO at path and a writer waiting on it: open() for writing
+    returns only once a reader has opened the FIFO, so `opened` tells
+    whether anything ever did.  start() starts the writer; close() lets it
+    go (and everything else blocked on the FIFO)."""
+
+    def __init__(self, path):
+        self.path = path
+        os.mkfifo(path)
+        self.opened = threading.Event()
+        self.held = []
+
+    def start(self):
+        def writer():
+            try:
+                self.held.append(os.open(self.path, os.O_WRONLY))
+                self.opened.set()
+            except OSError:
+                pass
+        threading.Thread(target=writer, daemon=True).start()
+        return self
+
+    def close(self):
+        try:
+            os.close(os.open(self.path, os.O_RDONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+        for fd in self.held:
+            os.close(fd)
 
 
 def crafted_libjvm(where):
@@ -142,33 +175,14 @@ def test_jvmtrace_bt_never_opens_what_a_container_planted_at_the_librarys_path(t
     shutil.copy(some_library(), lib)
     at = Path(str(box) + str(lib))  # what /proc/PID/root + the maps text leads to
     at.parent.mkdir(parents=True)
-    opened = threading.Event()
-    held = []
-    if planted == "fifo":
-        os.mkfifo(at)
-
-        def writer():
-            try:
-                held.append(os.open(at, os.O_WRONLY))
-                opened.set()
-            except OSError:
-                pass
-        threading.Thread(target=writer, daemon=True).start()
-    else:
+    fifo = FifoWriter(at).start() if planted == "fifo" else None
+    if not fifo:
         at.symlink_to("/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so")
     env, seen = stand_in_bpftrace(tmp_path)
-    code = ("import mmap, os, sys, ctypes\n"
-            "libc = ctypes.CDLL(None, use_errno=True)\n"
-            "assert libc.unshare(0x00020000) == 0\n"  # CLONE_NEWNS: a mount namespace of its own
-            f"f = open({str(lib)!r}, 'rb')\n"
-            "m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\n"
-            f"os.chroot({str(box)!r}); os.chdir('/')\n"
-            "print('ready', os.getpid(), flush=True)\n"
-            "sys.stdin.read()\n")
-    target = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
+    # (CLONE_NEWNS: a mount namespace of its own)
+    target = mapper(lib, before="assert ctypes.CDLL(None).unshare(0x00020000) == 0",
+                    extra=f"os.chroot({str(box)!r}); os.chdir('/')")
     try:
-        assert target.stdout.readline().startswith("ready "), target.stderr.read()
         assert os.readlink(f"/proc/{target.pid}/ns/mnt") != os.readlink("/proc/self/ns/mnt")
         try:
             r = subprocess.run([str(REPO / "scripts/jvmtrace-bt"), "gcpause_stock", str(target.pid)],
@@ -178,14 +192,9 @@ def test_jvmtrace_bt_never_opens_what_a_container_planted_at_the_librarys_path(t
     finally:
         target.kill()
         target.wait()
-        if planted == "fifo":
-            try:
-                os.close(os.open(at, os.O_RDONLY | os.O_NONBLOCK))
-            except OSError:
-                pass
-        for fd in held:
-            os.close(fd)
-    assert not opened.is_set(), "something opened the FIFO planted at the library's path"
+        if fifo:
+            fifo.close()
+    assert not (fifo and fifo.opened.is_set()), "something opened the FIFO planted at the library's path"
     assert not seen.exists(), f"bpftrace ran on what was planted:\n{seen.read_text()[:600]}"
     assert r.returncode == 1 and "does not lead to the file it maps" in r.stderr, r.stderr
 
@@ -283,18 +292,9 @@ def test_a_fifo_under_a_chroot_cannot_stall_the_daemon(tmp_path):
     shutil.copy(some_library(), lib)
     # /proc/PID/root is the box once it has chrooted: the daemon's path for
     # the library, box + the maps text, is this FIFO.
-    fifo = Path(str(box) + str(lib))
-    fifo.parent.mkdir(parents=True)
-    os.mkfifo(fifo)
-    opened = threading.Event()
-    held = []
-
-    def writer():  # open() returns only once a reader has opened the FIFO
-        try:
-            held.append(os.open(fifo, os.O_WRONLY))
-            opened.set()
-        except OSError:
-            pass
+    at = Path(str(box) + str(lib))
+    at.parent.mkdir(parents=True)
+    fifo = FifoWriter(at)
     daemon = Daemon(tmp_path)
     target = None
     try:
@@ -302,22 +302,16 @@ def test_a_fifo_under_a_chroot_cannot_stall_the_daemon(tmp_path):
         assert Path(f"/proc/{target.pid}/root").resolve() == box
         worst = answers_throughout(daemon, 5)  # (several scans: the first one after it appeared looked at it)
         daemon.wait_listed(target.pid)  # discovery looked at it (the mapped file: a regular file) and went on
-        threading.Thread(target=writer, daemon=True).start()
+        fifo.start()
         worst = max(worst, answers_throughout(daemon, 3))
-        assert not opened.is_set(), "something opened the FIFO planted at the library's path"
+        assert not fifo.opened.is_set(), "something opened the FIFO planted at the library's path"
         print(f"slowest status answer: {worst * 1000:.1f} ms")
     finally:
         if target:
             target.kill()
             target.wait()
         log = daemon.stop()
-        try:  # release our writer
-            r = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
-            os.close(r)
-        except OSError:
-            pass
-        for fd in held:
-            os.close(fd)
+        fifo.close()
     assert "found JVM" in log
 
 

@@ -7,7 +7,9 @@ config, and `apt-get purge` + `autoremove` leave the root as it was.  Then,
 in a root with systemd booted (systemd-nspawn), the unit is started on
 install, reloads, and is stopped on removal."""
 import json
+import os
 import re
+import signal
 import shlex
 import subprocess
 import time
@@ -128,6 +130,13 @@ class BootedRoot:
                                         *nspawn_args, "--boot", "-q"], stdin=subprocess.DEVNULL,
                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.init = None
+        try:
+            self._boot()
+        except BaseException:
+            self.close()  # (a container whose boot failed must not outlive the test)
+            raise
+
+    def _boot(self):
         deadline = time.monotonic() + 30
         while self.init is None:
             assert self.nspawn.poll() is None, self.nspawn.stderr.read()
@@ -162,6 +171,11 @@ class BootedRoot:
         except subprocess.TimeoutExpired:
             self.nspawn.kill()
             self.nspawn.wait()
+            if self.init:  # (its init would stay, orphaned, with the container's processes)
+                try:
+                    os.kill(self.init, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
 
 
 def test_packaged_daemon_starts_reloads_and_stops_under_systemd(tools_deb, tmp_path):

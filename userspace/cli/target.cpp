@@ -78,22 +78,23 @@ int target_command(int argc, char** argv) {
                                     {"same-file", required_argument, nullptr, 's'},
                                     {"help", no_argument, nullptr, 'h'},
                                     {nullptr, 0, nullptr, 0}};
+  // A C++ name the tool asks for: Class::method or Type::field, nothing else.
+  auto qualified = [](const char* option, const char* form, std::vector<std::string>* to) {
+    if (!plain_qualified(optarg)) {
+      std::fprintf(stderr, "%s: %s takes %s, not '%s'\n", kCmd, option, form, printable(optarg).c_str());
+      return false;
+    }
+    to->push_back(optarg);
+    return true;
+  };
   int c;
   while ((c = getopt_long(argc, argv, "h", longopts, nullptr)) != -1) {
     switch (c) {
       case 'f':
-        if (!plain_qualified(optarg)) {
-          std::fprintf(stderr, "%s: --function takes Class::method, not '%s'\n", kCmd, printable(optarg).c_str());
-          return 2;
-        }
-        functions.push_back(optarg);
+        if (!qualified("--function", "Class::method", &functions)) return 2;
         break;
       case 'F':
-        if (!plain_qualified(optarg)) {
-          std::fprintf(stderr, "%s: --field takes Type::field, not '%s'\n", kCmd, printable(optarg).c_str());
-          return 2;
-        }
-        fields.push_back(optarg);
+        if (!qualified("--field", "Type::field", &fields)) return 2;
         break;
       case 'A': all_fields = true; break;
       case 'P': probes = true; break;

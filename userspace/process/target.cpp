@@ -78,31 +78,16 @@ bool process_alive(pid_t pid) {
   return close != std::string::npos && close + 2 < s.size() && s[close + 2] != 'Z';
 }
 
-PinnedPid::~PinnedPid() {
-  if (fd_ >= 0) close(fd_);
-}
-
-PinnedPid& PinnedPid::operator=(PinnedPid&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) close(fd_);
-    pid_ = o.pid_;
-    fd_ = o.fd_;
-    o.fd_ = -1;
-  }
-  return *this;
-}
-
 bool PinnedPid::open(pid_t pid) {
-  if (fd_ >= 0) close(fd_);
   pid_ = pid;
-  fd_ = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  return fd_ >= 0;
+  fd_.reset(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+  return fd_.valid();
 }
 
 bool PinnedPid::alive() const {
-  if (fd_ < 0) return false;
+  if (!fd_.valid()) return false;
   // A pidfd is readable once its process has exited (zombie or reaped).
-  pollfd p{fd_, POLLIN, 0};
+  pollfd p{fd_.get(), POLLIN, 0};
   return poll(&p, 1, 0) == 0;
 }
 

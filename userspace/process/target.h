@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "base/unique_fd.h"
+
 namespace jvmtrace {
 
 // One line of /proc/PID/maps.  path: the file as the target's mount
@@ -49,21 +51,14 @@ bool process_alive(pid_t pid);
 // target's own.
 class PinnedPid {
  public:
-  PinnedPid() = default;
-  ~PinnedPid();
-  PinnedPid(PinnedPid&& o) noexcept : pid_(o.pid_), fd_(o.fd_) { o.fd_ = -1; }
-  PinnedPid& operator=(PinnedPid&& o) noexcept;
-  PinnedPid(const PinnedPid&) = delete;
-  PinnedPid& operator=(const PinnedPid&) = delete;
-
   bool open(pid_t pid);  // false with errno (ESRCH: no such process)
   pid_t pid() const { return pid_; }
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
   bool alive() const;  // false once the process has exited (a zombie too)
 
  private:
   pid_t pid_ = 0;
-  int fd_ = -1;
+  UniqueFd fd_;
 };
 
 // Up to len bytes at addr in PID's memory; empty on failure.

@@ -36,23 +36,6 @@ int open_path(int root_fd, const std::string& rel, uint64_t flags, std::string* 
 
 }  // namespace
 
-TargetFile::~TargetFile() {
-  if (fd_ >= 0) close(fd_);
-}
-
-TargetFile& TargetFile::operator=(TargetFile&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) close(fd_);
-    fd_ = o.fd_;
-    shown_ = std::move(o.shown_);
-    size_ = o.size_;
-    dev_ = o.dev_;
-    ino_ = o.ino_;
-    o.fd_ = -1;
-  }
-  return *this;
-}
-
 bool open_checked(int path_fd, const std::string& shown, uint64_t max_bytes, uid_t owner, TargetFile* out,
                   std::string* error) {
   struct stat st;
@@ -77,7 +60,7 @@ bool open_checked(int path_fd, const std::string& shown, uint64_t max_bytes, uid
     return false;
   }
   *out = TargetFile();
-  out->fd_ = fd;
+  out->fd_.reset(fd);
   out->shown_ = shown;
   out->size_ = static_cast<uint64_t>(st.st_size);
   out->dev_ = st.st_dev;

@@ -33,19 +33,12 @@ constexpr uint64_t kMaxElfBytes = 1ull << 30;
 // with.  Owns its descriptor.
 class TargetFile {
  public:
-  TargetFile() = default;
-  ~TargetFile();
-  TargetFile(TargetFile&& o) noexcept { *this = std::move(o); }
-  TargetFile& operator=(TargetFile&& o) noexcept;
-  TargetFile(const TargetFile&) = delete;
-  TargetFile& operator=(const TargetFile&) = delete;
-
-  bool valid() const { return fd_ >= 0; }
-  int fd() const { return fd_; }
+  bool valid() const { return fd_.valid(); }
+  int fd() const { return fd_.get(); }
   // "/proc/self/fd/N": this very open file, for code that takes a path
   // (libelf, libbpf, and the kernel's uprobe registration, which resolves
   // it to this inode and no other).  Valid while this object lives.
-  std::string path() const { return "/proc/self/fd/" + std::to_string(fd_); }
+  std::string path() const { return "/proc/self/fd/" + std::to_string(fd_.get()); }
   // How messages name it: the target's own path for it, prefixed with
   // /proc/PID/root.  The target's text: print it through printable().
   const std::string& shown() const { return shown_; }
@@ -53,16 +46,12 @@ class TargetFile {
   dev_t dev() const { return dev_; }
   ino_t ino() const { return ino_; }
   // The descriptor, now the caller's to close.
-  int release() {
-    const int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
+  int release() { return fd_.release(); }
 
  private:
   friend bool open_checked(int path_fd, const std::string& shown, uint64_t max_bytes, uid_t owner, TargetFile* out,
                            std::string* error);
-  int fd_ = -1;
+  UniqueFd fd_;
   std::string shown_;
   uint64_t size_ = 0;
   dev_t dev_ = 0;
