@@ -365,7 +365,7 @@ def test_perfetto_export_of_other_traces_and_bad_input(traces, tmp_path):
         check_trace_event_format(doc)
         assert sum(1 for e in doc["traceEvents"] if e.get("cat") == "gc") >= 3
     r = jvmtrace("export", "--perfetto", traces["g1"], "-o", tmp_path / "no/such/dir/x.json")
-    assert r.returncode == 1 and "cannot write" in r.stderr
+    assert r.returncode == 1 and "cannot create" in r.stderr and "No such file or directory" in r.stderr
     r = jvmtrace("export", traces["g1"], "-o", tmp_path / "x.json")
     assert r.returncode == 2 and "--perfetto" in r.stderr
     text = tmp_path / "text.jvmtrace"

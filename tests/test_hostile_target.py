@@ -8,6 +8,7 @@ import concurrent.futures
 import os
 import pwd
 import random
+import re
 import shutil
 import subprocess
 import time
@@ -364,15 +365,23 @@ def test_java_frames_are_named_for_a_jvm_in_its_own_pid_namespace(jdks17, java_c
 def test_names_the_target_chose_cannot_drive_roots_terminal(jdks17, java_classes, tmp_path):
     """A thread named with escape sequences (a window-title write, a screen
     clear): dump, report, report --check and stat print it with its control
-    characters as \\xNN, never raw."""
-    out = tmp_path / "names.jvmtrace"
-    jvm = subprocess.Popen([str(Path(jdks17["patched"]) / "bin/java"), "-Xmx64m", "-cp", str(java_classes),
+    characters as \\xNN, never raw; so do the HTML report, the flame graph
+    (SVG and folded text) and calibrate, and every JSON output stays valid
+    JSON.  (Before issue 21 the SVG and HTML held the raw bytes, the SVG was
+    no longer XML, and calibrate printed the name raw.)"""
+    out, jfr = tmp_path / "names.jvmtrace", tmp_path / "names.jfr"
+    jvm = subprocess.Popen([str(Path(jdks17["patched"]) / "bin/java"), "-Xmx64m",
+                            f"-XX:StartFlightRecording:filename={jfr},settings=profile", "-Xlog:jfr+startup=error",
+                            "-XX:-DoEscapeAnalysis",  # (its arrays stay allocations, JIT-compiled or not)
+                            "-cp", str(java_classes),
                             "HostileNames", "3000000"],
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert jvm.stdout.readline().startswith("ready ")
-        rec = subprocess.Popen([str(JVMTRACE), "record", "-p", str(jvm.pid), "-o", str(out)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # (combined: each slow path as it happens, so the thread's name is
+        # read while the thread lives; batched ones can come at the JVM's exit)
+        rec = subprocess.Popen([str(JVMTRACE), "record", "--probe-set", "combined", "-p", str(jvm.pid), "-o",
+                                str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         stat = subprocess.Popen([str(JVMTRACE), "stat", "-p", str(jvm.pid)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for p in (rec, stat):
@@ -402,19 +411,57 @@ def test_names_the_target_chose_cannot_drive_roots_terminal(jdks17, java_classes
     for what, text in (("dump", dump), ("report", report), ("stat", stat_out), ("report --check", check.stdout)):
         assert "\x1b" not in text and "\x07" not in text, f"{what} printed a raw escape sequence"
         assert "\\x1b]0;pwned" in text, f"{what} does not show the thread's name:\n{text[-2000:]}"
+    # Every other way out (issue 21): HTML and SVG (the SVG must stay XML: a
+    # raw control character is not allowed in XML 1.0 at all), the flame
+    # graph's folded text, JSON (valid, the name intact once decoded), and
+    # calibrate's table (against JFR's record of the same run).
+    import json
+    import xml.etree.ElementTree as ET
+    outputs = {}
+    for name, argv in (("html", ["report", "--html", out, "-o"]), ("svg", ["flame", "--threads", out, "-o"]),
+                       ("folded", ["flame", "--threads", out, "-o"]), ("json", ["export", "--perfetto", out, "-o"])):
+        path = tmp_path / f"names.{name}"
+        r = subprocess.run([str(JVMTRACE), *map(str, argv), str(path)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        outputs[name] = path.read_text(errors="replace")
+    for name in ("html", "svg", "folded"):
+        assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", outputs[name]), f"{name}: a raw control character"
+        # (the flame graph's frames have ':' for ';', its separator)
+        assert re.search(r"\\x1b\][0];pwned\\x07|\\x1b\][0]:pwned\\x07", outputs[name]), \
+            f"{name} does not show the thread's name"
+    ET.fromstring(outputs["svg"].split("\n", 1)[1])  # (after the XML declaration)
+    json.loads(outputs["json"])
+    for argv in (["dump", "--json", out], ["report", "--json", out]):
+        text = subprocess.run([str(JVMTRACE), *map(str, argv)], capture_output=True, text=True).stdout
+        assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", text), f"{argv[0]} --json: a raw control character"
+        # Valid JSON, the name in it as JSON escapes it (which decodes to the name itself).
+        for l in text.splitlines():
+            json.loads(l)
+        assert "\\u001b]0;pwned\\u0007" in text, f"{argv[0]} --json lost the name"
+    cal = subprocess.run([str(JVMTRACE), "calibrate", str(out), "--jfr", str(jfr)], capture_output=True, text=True,
+                         timeout=300)
+    assert cal.returncode == 0, cal.stderr
+    assert "\x1b" not in cal.stdout and "\x07" not in cal.stdout, "calibrate printed a raw escape sequence"
+    assert "\\x1b]0;pwned" in cal.stdout, cal.stdout
 
 
-def test_a_libjvm_path_cannot_inject_bpftrace_code(java_classes, tmp_path):
-    """jvmtrace-bt puts the path of the target's libjvm.so (the container's
-    choice) into the text of a bpftrace program it runs as root.  A path
-    with bpftrace syntax in it (a probe body printing INJECTED) is refused
-    before bpftrace runs."""
+def test_a_libjvm_path_cannot_inject_bpftrace_code(tmp_path):
+    """jvmtrace-bt used to put the path of the target's libjvm.so (the
+    container's choice) into the text of a bpftrace program it runs as root;
+    bpftrace parsed a directory name with bpftrace syntax in it (a probe body
+    printing INJECTED) as code.  The program now names the library
+    /proc/self/fd/3, the file `jvmtrace target` checked, handed to bpftrace
+    open: no path of the target's reaches the program at all (a stand-in
+    bpftrace writes down what it was given)."""
+    from test_hostile_input import java_classes_dir, stand_in_bpftrace
+    java_classes = java_classes_dir(tmp_path)
     # A JDK whose directory name carries the payload (hard links of Debian's).
     base = Path("/var/tmp") / f"jvmtrace-inj-{os.getpid()}"
     jdk = base / 'a{printf("INJECTED");exit();}b' / "jdk"  # (a ':' would stop the JVM itself)
     shutil.rmtree(base, ignore_errors=True)
     jdk.parent.mkdir(parents=True)
     subprocess.run(["cp", "-al", "/usr/lib/jvm/java-17-openjdk-amd64", str(jdk)], check=True)
+    env, seen = stand_in_bpftrace(tmp_path)
     jvm = subprocess.Popen([str(jdk / "bin/java"), "-cp", str(java_classes), "AllocWorker", "1000000"],
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -422,13 +469,15 @@ def test_a_libjvm_path_cannot_inject_bpftrace_code(java_classes, tmp_path):
         maps = Path(f"/proc/{jvm.pid}/maps").read_text()
         assert "INJECTED" in maps and "libjvm.so" in maps, "the JVM does not map the planted path"
         bt = subprocess.run([str(REPO / "scripts/jvmtrace-bt"), "gcpause_stock", str(jvm.pid)],
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=120, env=env)
     finally:
         jvm.kill()
         jvm.wait()
         shutil.rmtree(base, ignore_errors=True)
-    assert "INJECTED" not in bt.stdout, "the path's bpftrace code ran"
-    assert bt.returncode != 0 and "will not put into a bpftrace program" in bt.stderr, bt.stdout + bt.stderr
+    assert bt.returncode == 0, bt.stdout + bt.stderr
+    args = seen.read_text()
+    assert "INJECTED" not in args.split("-e\n", 1)[1].rsplit("\n", 2)[0], f"the path reached the program:\n{args}"
+    assert "uprobe:/proc/self/fd/3:_ZN8GCTracer" in args, args
 
 
 def test_a_fifo_at_the_perf_map_name_neither_is_opened_nor_stalls_the_jvm(jdks17, java_classes, tmp_path):

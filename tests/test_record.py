@@ -519,7 +519,7 @@ def test_meta_cannot_be_forged_by_the_targets_command_line(jdks, java_classes, t
 
 
 def test_largest_blocks_with_stacks_on_a_long_run_read_back_complete(jdks, java_classes, tmp_path):
-    """--block-kb at its maximum with --stacks for 25 s of an allocating JVM
+    """--block-kb at its maximum with user stacks for 25 s of an allocating JVM
     and a perf map refreshed every half second: the trace reads complete,
     report --check finds it consistent, and the counts agree.  The JVM runs
     until killed: a fixed amount of work ended before the 25 s on a faster
@@ -531,7 +531,8 @@ def test_largest_blocks_with_stacks_on_a_long_run_read_back_complete(jdks, java_
                             stdout=subprocess.PIPE, text=True)
     try:
         LineReader(proc.stdout).wait_for(lambda l: l.startswith("ready"), 60, "ready")
-        rec = start_record(proc.pid, out, "--block-kb", 16384, "--stacks", "--perfmap-seconds", "0.5", "-d", 25, "-v")
+        rec = start_record(proc.pid, out, "--block-kb", 16384, "--stacks-from", "user", "--perfmap-seconds", "0.5",
+                           "-d", 25, "-v")
         proc.stdin.write("go\n")
         proc.stdin.flush()
         err = finish(rec, 120)
@@ -568,6 +569,7 @@ def test_option_ranges_are_checked_at_their_edges(usdt_fixture, tmp_path):
         ("--keep", "1000001"): "--keep takes a number from 1 to 1000000",
         ("--perfmap-seconds", "0.1"): "--perfmap-seconds takes a number of seconds from 0.2 to 1e7",
         ("-p", "4194305"): "PID must be a number from 1 to 4194304",
+        ("--stacks-from", "kernel"): "--stacks-from takes vm or user, not 'kernel'",
     }
     for (opt, val), msg in refused.items():
         r = jvmtrace("record", "-p", "1", "-o", tmp_path / "r.jvmtrace", opt, val)
@@ -598,12 +600,13 @@ def test_every_loss_cause_is_counted_stored_and_shown(usdt_fixture, tmp_path):
     assert m and m.groups() == ("0", "0", "0", "0"), run.trace_err
     rep = json.loads(jvmtrace("report", "--json", out).stdout)
     assert rep["lost"] == 0 and rep["lost_by_kind"] == {"ring_buffer_full": 0, "malformed_kernel_records": 0,
-                                                         "gc_ends_without_start": 0}, rep
+                                                         "gc_ends_without_start": 0, "name_table_full": 0}, rep
     assert "lost by cause: ring buffer full 0, malformed kernel records 0, GC ends without a start 0" in \
         jvmtrace("report", out).stdout
     edited = tmp_path / "edited.jvmtrace"
     for kind, name, words in ((1, "malformed_kernel_records", "malformed kernel records"),
-                              (2, "gc_ends_without_start", "GC ends without a start")):
+                              (2, "gc_ends_without_start", "GC ends without a start"),
+                              (3, "name_table_full", "name tables full")):
         r = subprocess.run([str(BUILD_DIR / "tests/fixtures/trace_edit"), out, edited, "lost", "100", str(kind), "7"],
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stderr

@@ -24,7 +24,7 @@ def test_property_roundtrip_cuts_and_damage():
 def small_trace(usdt_fixture, path):
     # --stacks: the trace holds stack records too (the fixture's own frames).
     traced_run(lambda pid: [str(JVMTRACE), "record", "-p", str(pid), "-b", str(usdt_fixture), "-o", str(path),
-                            "-q", "--block-kb", "1", "--stacks", *SEPARATE],
+                            "-q", "--block-kb", "1", "--stacks-from", "user", *SEPARATE],
                [str(usdt_fixture), "--wait-for", "stdin", "--real-tid", "--rounds", "40", "--linger", "200"],
                ready=lambda l: l.startswith("Recording PID"), stderr_ready=True)
     return path.read_bytes()

@@ -10,6 +10,7 @@
 #include "jvmtrace_events.h"
 #include "analysis/java_frames.h"
 #include "analysis/svg_plot.h"
+#include "base/strings.h"
 
 namespace jvmtrace::analysis {
 
@@ -55,8 +56,10 @@ void FlameGraph::flush_pending(int64_t stack) {
 // renamed later in the trace (the recorder learned its JIT code's names),
 // and the last names hold for all its events.
 namespace {
-// Frame names must not contain the separator.
-std::string clean(std::string s) {
+// Frame names must not contain the separator, nor (they are the target's
+// text, read on a terminal or by other tools) control characters: \xNN.
+std::string clean(const std::string& name) {
+  std::string s = printable(name);
   std::replace(s.begin(), s.end(), ';', ':');
   return s;
 }

@@ -1,6 +1,5 @@
 #include "analysis/output_file.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -22,16 +21,15 @@ bool OutputFile::open(const std::string& path, bool gzip, std::string* error) {
     file_ = stdout;
     return true;
   }
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    *error = "cannot write " + path + ": " + std::strerror(errno);
-    return false;
-  }
+  // A new file, or a temporary renamed over an existing regular one at
+  // close(): never a write through a link planted at the name.
+  if (!new_.create(path, true, error)) return false;
+  const int fd = new_.release_fd();
   if (gzip) gz_ = gzdopen(fd, "wb6");
   else file_ = fdopen(fd, "w");
   if (!gz_ && !file_) {
     ::close(fd);
-    unlink(path.c_str());
+    new_.discard();
     *error = "cannot write " + path + ": out of memory";
     return false;
   }
@@ -66,8 +64,13 @@ bool OutputFile::close(std::string* error) {
     if (file_ != stdout && std::fclose(file_) != 0) fail(std::strerror(errno));
     file_ = nullptr;
   }
+  if (error_.empty() && path_ != "-") {
+    std::string why;
+    if (new_.commit(&why)) return true;
+    fail(why);
+  }
   if (error_.empty()) return true;
-  if (path_ != "-") unlink(path_.c_str());
+  if (path_ != "-") new_.discard();
   *error = "writing " + path_ + " failed: " + error_ + " (the partial file was removed)";
   return false;
 }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/strings.h"
+
 namespace jvmtrace::analysis::svg {
 
 namespace {
@@ -90,7 +92,10 @@ std::string bar_svg(const Frame& fr, const Bar& b) {
 
 }  // namespace
 
-std::string escape(const std::string& s) {
+std::string escape(const std::string& text) {
+  // Control characters (not allowed in XML 1.0 at all) and bytes that are not
+  // UTF-8 (an SVG must be) become \xNN first, as on a terminal.
+  const std::string s = printable(text);
   std::string o;
   for (char c : s) {
     switch (c) {

@@ -7,27 +7,36 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/strings.h"
 #include "process/target.h"
+#include "process/target_file.h"
 
 namespace jvmtrace {
 
 bool check_target(const char* cmd, pid_t pid, const std::string& binary, Target* t) {
-  if (!process_alive(pid)) {
+  // Pinned first: what is read of it from here on is this process's.
+  if (!t->proc.open(pid) || !process_alive(pid)) {
     std::fprintf(stderr, "%s: no process with PID %d\n", cmd, pid);
     return false;
   }
   t->pid = pid;
-  t->binary = binary.empty() ? find_libjvm(pid) : binary;
-  if (t->binary.empty()) {
+  std::string error;
+  const bool ok = binary.empty() ? open_libjvm(pid, &t->binary, &error)
+                                 : open_given_file(binary, kMaxElfBytes, &t->binary, &error);
+  if (!ok && error.empty()) {
     std::fprintf(stderr, "%s: PID %d is not a JVM: no libjvm.so mapped%s\n", cmd, pid,
                  geteuid() ? " (or /proc/PID/maps is not readable: run as root)" : "");
     return false;
   }
-  if (access(t->binary.c_str(), R_OK) != 0) {
-    std::fprintf(stderr, "%s: cannot read %s: %s\n", cmd, t->binary.c_str(), std::strerror(errno));
+  if (!ok) {
+    std::fprintf(stderr, "%s: libjvm.so of PID %d: %s\n", cmd, pid, printable(error).c_str());
     return false;
   }
-  t->probes = usdt_probe_names(t->binary, "jvmtrace");
+  if (!t->proc.alive()) {  // (its maps were read: of this process, not of a successor)
+    std::fprintf(stderr, "%s: PID %d exited while it was being looked at\n", cmd, pid);
+    return false;
+  }
+  t->probes = usdt_probe_names(t->binary.path(), "jvmtrace");
   t->has_probes = !t->probes.empty();
   return true;
 }
@@ -38,7 +47,7 @@ void print_no_probes(const char* cmd, const Target& t, const char* alternative) 
                "  %s\n"
                "  The bpftrace tools also work on it: scripts/jvmtrace-bt tlabstat_stock %d\n"
                "  (and gcpause_stock, allocslow_stock, plabstat_stock, allocbyclass_stock).\n",
-               cmd, t.binary.c_str(), t.pid, alternative, t.pid);
+               cmd, printable(t.binary.shown()).c_str(), t.pid, alternative, t.pid);
 }
 
 std::string bpf_load_hint(int err) {
@@ -59,7 +68,7 @@ bool BpfSession::prepare(const Choice& c) {
     std::fprintf(stderr, "%s: stock mode cannot trace PID %d: %s\n", cmd_, c.pid, error.c_str());
     return false;
   }
-  vm_stacks_ = !stock_ && c.per_event && target_.probes.count("alloc__sample");
+  vm_stacks_ = !stock_ && c.per_event && !c.user_stacks && target_.probes.count("alloc__sample");
   if (!stock_ && !choose_probe_set(c.probe_set, target_.probes, c.per_event && !vm_stacks_, &probe_set_, &error)) {
     std::fprintf(stderr, "%s: %s\n", cmd_, error.c_str());
     return false;
@@ -108,9 +117,9 @@ bool BpfSession::has_safepoint_probes() const {
 
 std::string BpfSession::drain(const volatile __u64* drained_ns, uint64_t end_ns,
                               const std::function<void()>& tick) {
-  if (stock_ || probe_set_ != ProbeSet::kBatched || !process_alive(target_.pid)) return "";
+  if (stock_ || probe_set_ != ProbeSet::kBatched || !target_.proc.alive()) return "";
   std::string error;
-  const Drain d = drain_alloc_batches(obj_, target_.pid, target_.binary, drained_ns, end_ns, kDrainTimeout, tick,
+  const Drain d = drain_alloc_batches(obj_, target_.proc, target_.binary, drained_ns, end_ns, kDrainTimeout, tick,
                                       &error);
   return drain_note(d, error);
 }

@@ -19,12 +19,15 @@
 namespace jvmtrace {
 
 // The target of an attaching command: the process exists and maps
-// libjvm.so (or binary, when given), readable from here; has_probes tells
-// whether that file declares jvmtrace probes (a patched HotSpot).  On failure
-// prints "<cmd>: reason" and returns false.
+// libjvm.so (or binary, when given), opened and checked (process/
+// target_file.h: the mapped file itself, a regular file; held open from
+// here to the detach, so every later reader and the uprobes get that inode);
+// has_probes tells whether that file declares jvmtrace probes (a patched
+// HotSpot).  On failure prints "<cmd>: reason" and returns false.
 struct Target {
   pid_t pid = 0;
-  std::string binary;  // the ELF file the probes are in
+  PinnedPid proc;  // the process itself, from the check to the detach
+  TargetFile binary;  // the ELF file the probes are in; binary.shown() names it
   bool has_probes = false;
   std::set<std::string> probes;  // the jvmtrace probes it declares
 };
@@ -58,6 +61,7 @@ class BpfSession {
     bool per_event = false; // stacks are wanted (record --stacks): the VM's own (alloc__sample)
                             // if it has them, else a BPF stack per slow path
     const char* stock_alternative = "";  // what to say when usdt is asked of an unpatched VM
+    bool user_stacks = false;  // per_event: BPF stacks even where the VM has alloc__sample
   };
   // Checks the target and picks the mode (auto: stock when the VM has no
   // jvmtrace probes) and the probe set; stock mode reads the JVM's offsets.

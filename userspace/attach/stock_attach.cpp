@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 
+#include "base/strings.h"
 #include "jvmtrace_abi.h"
 #include "process/target.h"
 #include "hotspot/vmstructs.h"
@@ -24,10 +25,11 @@ const std::pair<const char*, const char*> kFunctions[] = {
 
 }  // namespace
 
-bool StockTarget::prepare(pid_t pid, const std::string& libjvm, std::string* error) {
+bool StockTarget::prepare(pid_t pid, const TargetFile& libjvm, std::string* error) {
   pid_ = pid;
-  libjvm_ = libjvm;
-  if (!syms_.load(libjvm, error)) return false;
+  libjvm_ = libjvm.path();
+  shown_ = printable(libjvm.shown());
+  if (!syms_.load(libjvm_, error, true, shown_)) return false;
   const uint64_t start = libjvm_map_start(pid);
   if (!start) {
     *error = "cannot find where PID " + std::to_string(pid) + " mapped libjvm.so";
@@ -80,7 +82,7 @@ bool StockTarget::attach(bpf_object* obj, Links* links, std::string* error) cons
     bpf_link* l = bpf_program__attach_uprobe_opts(prog, pid_, libjvm_.c_str(), 0, &opts);
     if (!l) {
       int err = errno;
-      *error = std::string("cannot attach a uprobe to ") + fn + " in " + libjvm_ + ": " + std::strerror(err);
+      *error = std::string("cannot attach a uprobe to ") + fn + " in " + shown_ + ": " + std::strerror(err);
       if (err == ESRCH || !process_alive(pid_)) *error += " (process " + std::to_string(pid_) + " has exited)";
       return false;
     }

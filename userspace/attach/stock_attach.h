@@ -19,7 +19,8 @@ namespace jvmtrace {
 class StockTarget {
  public:
   // Reads libjvm's symbols and the JVM's field offsets; false with *error.
-  bool prepare(pid_t pid, const std::string& libjvm, std::string* error);
+  // libjvm: opened and checked (process/target_file.h); it must outlive this.
+  bool prepare(pid_t pid, const TargetFile& libjvm, std::string* error);
 
   uint64_t klass_name_off = 0, symbol_length_off = 0, symbol_body_off = 0;
 
@@ -40,7 +41,7 @@ class StockTarget {
 
  private:
   pid_t pid_ = 0;
-  std::string libjvm_;
+  std::string libjvm_, shown_;  // the checked file's /proc/self/fd path; how messages name it
   ElfSymbols syms_;
   uint64_t bias_ = 0;
 };

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/strings.h"
 #include "process/target.h"
 
 namespace jvmtrace {
@@ -101,31 +102,30 @@ void select_probe_set(bpf_object* obj, ProbeSet set) {
   }
 }
 
-bool attach_jvmtrace_usdt(bpf_object* obj, pid_t pid, const std::string& binary, Links* links,
+bool attach_jvmtrace_usdt(bpf_object* obj, pid_t pid, const TargetFile& binary, Links* links,
                           std::string* error, std::vector<std::string>* absent) {
   bpf_program* prog;
   bpf_object__for_each_program(prog, obj) {
     if (!bpf_program__autoload(prog)) continue;  // left out on purpose (not loaded)
     const char* probe = bpf_program__name(prog);
     if (std::strcmp(probe, kDrainProbe) == 0) continue;  // at the end only: drain_alloc_batches()
-    bpf_link* l = bpf_program__attach_usdt(prog, pid, binary.c_str(), "jvmtrace", probe, nullptr);
+    // The checked file's /proc/self/fd path: libbpf reads that file, and the
+    // kernel registers the uprobes on its inode (no name is looked up again).
+    bpf_link* l = bpf_program__attach_usdt(prog, pid, binary.path().c_str(), "jvmtrace", probe, nullptr);
     if (!l) {
       int err = errno;
-      if (err == ENOENT && is_optional_probe(probe) && ::kill(pid, 0) == 0 && ::access(binary.c_str(), F_OK) == 0) {
+      if (err == ENOENT && is_optional_probe(probe) && ::kill(pid, 0) == 0) {
         if (absent) absent->push_back(probe);
         continue;
       }
-      *error = std::string("cannot attach to jvmtrace:") + probe + " in " + binary + ": " + std::strerror(err);
+      *error = std::string("cannot attach to jvmtrace:") + probe + " in " + printable(binary.shown()) + ": " +
+               std::strerror(err);
       if (err == ESRCH || (err == ENOENT && pid > 0 && !process_alive(pid))) {
         // The target ended while the probes went in (a zombie, unreaped,
         // still answers kill(pid, 0) but has no memory to probe).
         *error += " (process " + std::to_string(pid) + " has exited)";
       } else if (err == ENOENT) {
-        // ENOENT's other two causes; name the one that holds.
-        if (::access(binary.c_str(), F_OK) != 0)
-          *error += " (the file is not there)";
-        else
-          *error += " (no such probe: not a patched JVM?)";
+        *error += " (no such probe: not a patched JVM?)";
       }
       return false;
     }
@@ -134,7 +134,7 @@ bool attach_jvmtrace_usdt(bpf_object* obj, pid_t pid, const std::string& binary,
   return true;
 }
 
-Drain drain_alloc_batches(bpf_object* obj, pid_t pid, const std::string& binary,
+Drain drain_alloc_batches(bpf_object* obj, const PinnedPid& target, const TargetFile& binary,
                           const volatile __u64* drained_ns, uint64_t end_ns, double timeout_s,
                           const std::function<void()>& tick, std::string* error) {
   bpf_program* prog = bpf_object__find_program_by_name(obj, kDrainProbe);
@@ -143,10 +143,10 @@ Drain drain_alloc_batches(bpf_object* obj, pid_t pid, const std::string& binary,
     return Drain::kAttachFailed;
   }
   Links drain;
-  bpf_link* l = bpf_program__attach_usdt(prog, pid, binary.c_str(), "jvmtrace", kDrainProbe, nullptr);
+  bpf_link* l = bpf_program__attach_usdt(prog, target.pid(), binary.path().c_str(), "jvmtrace", kDrainProbe, nullptr);
   if (!l) {
     const int err = errno;
-    if (!process_alive(pid)) return Drain::kTargetExited;
+    if (!target.alive()) return Drain::kTargetExited;
     *error = std::string("cannot attach to jvmtrace:alloc__drain: ") + std::strerror(err);
     return Drain::kAttachFailed;
   }
@@ -155,7 +155,7 @@ Drain drain_alloc_batches(bpf_object* obj, pid_t pid, const std::string& binary,
   for (;;) {
     if (__atomic_load_n(drained_ns, __ATOMIC_ACQUIRE) >= end_ns) return Drain::kDone;
     // A JVM that exits flushes every buffer at its last safepoint.
-    if (!process_alive(pid)) return Drain::kTargetExited;
+    if (!target.alive()) return Drain::kTargetExited;
     if (clock_ns(CLOCK_MONOTONIC) >= deadline) return Drain::kTimedOut;
     if (tick) tick();
     usleep(10000);

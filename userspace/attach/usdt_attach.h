@@ -12,6 +12,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "process/target_file.h"
+
 namespace jvmtrace {
 
 struct LinkDelete {
@@ -79,13 +81,14 @@ std::vector<std::pair<K, V>> read_percpu_hash_map(const bpf_map* map, Add add) {
 }
 
 // Attaches every loaded program of obj to the probe jvmtrace:<program name> in
-// binary for pid (libbpf resolves the note, the semaphore and the address),
+// binary (opened and checked) for pid (libbpf resolves the note, the
+// semaphore and the address),
 // except alloc__drain (drain_alloc_batches() attaches it at the end).
 // On failure returns false with a reason naming the probe; links made so far
 // stay in *links (the caller's owner detaches them).  Probes added to the
 // contract later (is_optional_probe) may be absent from a JVM patched
 // before: those are skipped and named in *absent (if given).
-bool attach_jvmtrace_usdt(bpf_object* obj, pid_t pid, const std::string& binary, Links* links,
+bool attach_jvmtrace_usdt(bpf_object* obj, pid_t pid, const TargetFile& binary, Links* links,
                           std::string* error, std::vector<std::string>* absent = nullptr);
 // gc__pause__start/end (added with trace format version 2) and alloc__slow,
 // plab__batch, alloc__batch, alloc__drain, safepoint__begin/end and
@@ -123,7 +126,7 @@ void select_probe_set(bpf_object* obj, ProbeSet set);
 // ended by end_ns has reached the tracer; calls tick() every 10 ms while it
 // waits.  *drained_ns is the program's global.  Returns how it ended.
 enum class Drain { kDone, kTargetExited, kTimedOut, kAttachFailed };
-Drain drain_alloc_batches(bpf_object* obj, pid_t pid, const std::string& binary,
+Drain drain_alloc_batches(bpf_object* obj, const PinnedPid& target, const TargetFile& binary,
                           const volatile __u64* drained_ns, uint64_t end_ns, double timeout_s,
                           const std::function<void()>& tick, std::string* error);
 // What a tool says when the drain did not end with kDone (empty if it did).

@@ -191,7 +191,7 @@ int calibrate_command(int argc, char** argv) {
   } else {
     std::printf("jvmtrace calibrate: %s against %s\n", path, jfr_file.c_str());
     std::printf("  threads compared:");
-    for (const auto& [tid, name] : res.threads) std::printf(" %s (%u)", name.c_str(), tid);
+    for (const auto& [tid, name] : res.threads) std::printf(" %s (%u)", printable(name).c_str(), tid);
     std::printf("\n  window: %.3f s (each thread from its first to its last JFR sample)\n", res.window_s);
     std::printf("  jvmtrace: %" PRIu64 " refills and outside-TLAB objects, %" PRIu64 " bytes\n", res.trace_events,
                 res.trace_bytes);
@@ -207,7 +207,7 @@ int calibrate_command(int argc, char** argv) {
       const double a = share(r.trace_bytes, res.trace_bytes), b = share(r.jfr_weight, res.jfr_weight);
       char bias[32] = "-";
       if (a > 0) std::snprintf(bias, sizeof bias, "%.3f", b / a);
-      std::printf("  %-44.44s %14" PRIu64 " %8s %8" PRIu64 " %14.0f %8s %8s\n", r.klass.c_str(), r.trace_bytes,
+      std::printf("  %-44.44s %14" PRIu64 " %8s %8" PRIu64 " %14.0f %8s %8s\n", printable(r.klass).c_str(), r.trace_bytes,
                   pct(a).c_str(), r.trace_events, r.jfr_weight, pct(b).c_str(), bias);
     }
     std::printf("\n  BIAS = JFR's share / jvmtrace's: 1 unbiased, < 1 JFR under-represents the class.\n");

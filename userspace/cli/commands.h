@@ -12,5 +12,6 @@ int export_command(int argc, char** argv);     // export.cpp: --perfetto
 int flame_command(int argc, char** argv);      // flame.cpp: allocation flame graphs
 int calibrate_command(int argc, char** argv);  // calibrate.cpp: JFR's sampling bias
 int daemon_command(int argc, char** argv);     // daemon_client.cpp: jvmtraced's control socket
+int target_command(int argc, char** argv);     // target.cpp: what the bpftrace tools need, checked
 
 }  // namespace jvmtrace

@@ -23,7 +23,7 @@ void usage(FILE* out) {
                "       jvmtrace daemon [--socket PATH] list\n"
                "       jvmtrace daemon [--socket PATH] attach PID --stat | --record [--duration SEC]\n"
                "       jvmtrace daemon [--socket PATH] detach PID [--stat | --record]\n"
-               "Talks to jvmtraced (default socket /run/jvmtraced.sock): what it sees and runs,\n"
+               "Talks to jvmtraced (default socket /run/jvmtraced/jvmtraced.sock): what it sees and runs,\n"
                "attaching stat (figures on its Prometheus endpoint) or record (a trace in its trace\n"
                "directory) to a JVM it found, and detaching.\n"
                "EXAMPLES:\n"
@@ -35,7 +35,7 @@ void usage(FILE* out) {
 }  // namespace
 
 int daemon_command(int argc, char** argv) {
-  std::string socket_path = "/run/jvmtraced.sock";
+  std::string socket_path = "/run/jvmtraced/jvmtraced.sock";
   int a = 1;
   if (a < argc && (!std::strcmp(argv[a], "-h") || !std::strcmp(argv[a], "--help"))) {
     usage(stdout);

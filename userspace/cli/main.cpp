@@ -20,6 +20,7 @@ void usage(FILE* out) {
                "  flame   an allocation flame graph of a trace recorded with --stacks\n"
                "  calibrate  JFR's allocation sampling bias per class, against a trace of the same run\n"
                "  daemon  talk to jvmtraced: status, list, attach, detach\n"
+               "  target  what the bpftrace tools (jvmtrace-bt) need from a JVM's libjvm.so, checked\n"
                "Run 'jvmtrace COMMAND --help' for a command's options; 'jvmtrace --version' for the version.\n"
                "EXAMPLES:\n"
                "  sudo jvmtrace stat -p 4242\n"
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
   if (!std::strcmp(argv[1], "flame")) return jvmtrace::flame_command(argc - 1, argv + 1);
   if (!std::strcmp(argv[1], "export")) return jvmtrace::export_command(argc - 1, argv + 1);
   if (!std::strcmp(argv[1], "report")) return jvmtrace::report_command(argc - 1, argv + 1);
+  if (!std::strcmp(argv[1], "target")) return jvmtrace::target_command(argc - 1, argv + 1);
   std::fprintf(stderr, "jvmtrace: unknown command '%s'\n", argv[1]);
   usage(stderr);
   return 2;

@@ -53,6 +53,7 @@ struct Options {
   bool verbose = false;
   int progress = -1;  // -1: when stderr is a terminal
   bool stacks = false;
+  bool user_stacks = false;  // --stacks-from user
   double perfmap_seconds = 2;
   double launch_timeout = 30;  // -- COMMAND: how long to wait for its JVM
   bool launch_timeout_set = false;
@@ -63,7 +64,7 @@ void usage(FILE* out) {
                "USAGE: jvmtrace record -p PID -o FILE [OPTIONS]\n"
                "       jvmtrace record -o FILE [OPTIONS] -- COMMAND [ARGS...]\n"
                "OPTIONS: [-d SEC] [--mode auto|usdt|stock] [--buffer-mb N] [--segment-mb N]\n"
-               "         [--segment-seconds S] [--keep N] [--block-kb N] [--stacks [--perfmap-seconds S]]\n"
+               "         [--segment-seconds S] [--keep N] [--block-kb N] [--stacks [--stacks-from vm|user] [--perfmap-seconds S]]\n"
                "         [-q|--progress] [--probe-set auto|combined|separate] [--launch-timeout S] [-v]\n"
                "Records every jvmtrace probe hit of a JVM (TLAB refills, slow-path\n"
                "allocations, GCs, PLABs, direct promotions) into a compact trace file, until\n"
@@ -109,6 +110,9 @@ void usage(FILE* out) {
                "                        (stock JVMs): the user stack of each TLAB refill and slow-path entry,\n"
                "                        whose Java frames need -XX:+PreserveFramePointer and are named from\n"
                "                        the JVM's perf map (the recorder has its jcmd write it)\n"
+               "      --stacks-from vm|user  --stacks from the VM's walk (the default where the JVM has\n"
+               "                        alloc__sample) or from the kernel's user stack walk (every refill\n"
+               "                        and slow path, native frames below the JVM; needs frame pointers)\n"
                "      --perfmap-seconds S  user stacks: refresh the perf map every S seconds (default 2): JIT\n"
                "                        code moves.  For a JVM that lives only seconds, also start it with\n"
                "                        -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit\n"
@@ -156,9 +160,10 @@ void print_progress(FILE* out, double secs, const trace::TraceWriter& w, bool fi
 void print_summary(const Options& o, const trace::TraceWriter& writer, const Recorder& recorder,
                    const StackSymbolizer* symbolizer, const MethodNamer* namer, bool batched, const std::string& reason_text, double secs,
                    const std::string& file) {
-  std::string lost_detail;  // every cause, 0 or not: a reader of the line need not guess
+  std::string lost_detail;  // every common cause, 0 or not: a reader of the line need not guess
   for (uint8_t k = 0; k < trace::kLostKindCount; k++)
-    lost_detail += std::string(k ? ", " : "") + trace::lost_kind_text(k) + " " + std::to_string(writer.lost_of(k));
+    if (trace::lost_kind_always_shown(k) || writer.lost_of(k))
+      lost_detail += std::string(k ? ", " : "") + trace::lost_kind_text(k) + " " + std::to_string(writer.lost_of(k));
   std::fprintf(stderr, "jvmtrace record: %s after %.1f s: %llu events, %llu bytes (%.2f B/event), %llu lost (%s)%s -> %s\n",
                reason_text.c_str(), secs, (unsigned long long)writer.events(),
                (unsigned long long)writer.bytes_total(),
@@ -190,6 +195,9 @@ void print_summary(const Options& o, const trace::TraceWriter& writer, const Rec
                  "code); %llu stack(s) not captured; %llu unnamed JIT frame(s) seen\n",
                  (unsigned long long)recorder.stacks_defined_, (unsigned long long)recorder.stacks_renamed_,
                  (unsigned long long)recorder.stacks_missing_, (unsigned long long)symbolizer->unresolved_jit());
+  if (recorder.frames_not_kept_)
+    std::fprintf(stderr, "jvmtrace record: %llu frame name(s) not kept (the name table was full): shown as "
+                 "[frame name not kept]\n", (unsigned long long)recorder.frames_not_kept_);
   for (const auto& [err, n] : recorder.stack_errors_)
     std::fprintf(stderr, "jvmtrace record: %llu stack(s) not captured: %s\n", (unsigned long long)n, std::strerror(err));
 }
@@ -206,12 +214,12 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
   std::unique_ptr<jvmtrace_stock, StockSkelDelete> stock_skel;
   BpfSession bpf("jvmtrace record");
   if (!bpf.prepare({o.pid, o.binary, o.mode, o.probe_set, o.stacks,
-                    "Record it with --mode stock (or the default --mode auto)."})) {
+                    "Record it with --mode stock (or the default --mode auto).", o.user_stacks})) {
     writer.discard();
     return 1;
   }
   const bool stock = bpf.stock();
-  const std::string& libjvm = bpf.target().binary;
+  const TargetFile& libjvm = bpf.target().binary;
   set_libbpf_verbose(o.verbose);
   const uint64_t ring_bytes = static_cast<uint64_t>(o.buffer_mb) << 20;
   bpf_object* obj = nullptr;
@@ -264,7 +272,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
     return 1;
   }
 
-  Recorder recorder(o.pid, &writer, stock ? &bpf.stock_target() : nullptr);
+  Recorder recorder(bpf.target().proc, &writer, stock ? &bpf.stock_target() : nullptr);
   // --stacks: the perf map first (the attach operation takes ~0.1-0.5 s),
   // so that the first stacks already have their Java frames' names.  A
   // refresh that fails says why itself (stack_symbolizer.cpp).
@@ -288,7 +296,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
     recorder.capture_samples(namer.get(), symbolizer.get(), bpf.probe_set() == ProbeSet::kBatched);
   } else if (o.stacks) {
     symbolizer = std::make_unique<StackSymbolizer>(o.pid);
-    refresher = std::make_unique<PerfMapRefresher>(o.pid, o.perfmap_seconds, *symbolizer);
+    refresher = std::make_unique<PerfMapRefresher>(bpf.target().proc, o.perfmap_seconds, *symbolizer);
     refresher->run_now(10);
     symbolizer->load_perf_map();
     if (process_cmdline(o.pid).find("-XX:+PreserveFramePointer") == std::string::npos)
@@ -328,7 +336,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
     return 1;
   }
   std::fprintf(stderr, "Recording PID %d (%zu %s in %s%s%s) to %s. %s\n", o.pid, bpf.links(),
-               stock ? "uprobes, stock mode" : "probes", libjvm.c_str(), stock ? "" : "; ",
+               stock ? "uprobes, stock mode" : "probes", printable(libjvm.shown()).c_str(), stock ? "" : "; ",
                stock ? "" : bpf.probe_set_text(), segments.current().c_str(),
                launch ? "It ends when the JVM exits." : "Hit Ctrl-C to end.");
   if (launch) launch->release(true);  // from its first allocation on, every event is recorded
@@ -338,15 +346,22 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
   auto next_progress = start;
   uint64_t dropped_seen = 0;
   auto last_warning = start - std::chrono::seconds(10);
-  uint64_t malformed_seen = 0, unpaired_seen = 0;
+  uint64_t malformed_seen = 0, unpaired_seen = 0, names_full_seen = 0;
   auto note_drops = [&] {
     const uint64_t now_ns = clock_ns(CLOCK_MONOTONIC);
-    if (recorder.malformed_ > malformed_seen || recorder.gc_end_unpaired_ > unpaired_seen || *dropped > dropped_seen)
+    if (recorder.malformed_ > malformed_seen || recorder.gc_end_unpaired_ > unpaired_seen || *dropped > dropped_seen ||
+        recorder.names_full_ > names_full_seen)
       write_meta();
     writer.lost(now_ns, recorder.malformed_ - malformed_seen, trace::kLostMalformed);
     malformed_seen = recorder.malformed_;
     writer.lost(now_ns, recorder.gc_end_unpaired_ - unpaired_seen, trace::kLostGcEndUnpaired);
     unpaired_seen = recorder.gc_end_unpaired_;
+    if (recorder.names_full_ > names_full_seen && names_full_seen == 0)
+      std::fprintf(stderr, "jvmtrace record: the JVM named more threads, classes or GC strings than the recorder "
+                   "keeps (%zu threads, %zu classes, %zu MiB of names): events that need a new name are lost from "
+                   "now on (counted: name tables full)\n", kMaxThreads, kMaxClasses, kMaxNameBytes >> 20);
+    writer.lost(now_ns, recorder.names_full_ - names_full_seen, trace::kLostNameTableFull);
+    names_full_seen = recorder.names_full_;
     const uint64_t d = *dropped;
     if (d > dropped_seen) {
       writer.lost(now_ns, d - dropped_seen, trace::kLostRingBuffer);
@@ -407,7 +422,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
     if (launch) launch->tick();  // JVMs the program starts later are held too: let them go
     if (stop_requested()) { reason = trace::kEndUser; break; }
     if (o.duration > 0 && secs >= o.duration) { reason = trace::kEndDuration; break; }
-    if (!process_alive(o.pid)) { reason = trace::kEndTargetExit; break; }
+    if (!bpf.target().proc.alive()) { reason = trace::kEndTargetExit; break; }  // (the pidfd, not the number)
   }
   // Batched, on a live JVM: the slow paths that ended by now, still in the
   // VM's buffers, are handed over at its next safepoint; later ones are left
@@ -432,7 +447,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
   // written now (the target alive) or at its exit (-XX:+DumpPerfMapAtExit,
   // or the last refresh, still in its /tmp).
   if (symbolizer && recorder.unnamed_jit()) {
-    refresher->finish(process_alive(o.pid) ? 5.0 : 0.0);
+    refresher->finish(bpf.target().proc.alive() ? 5.0 : 0.0);
     if (symbolizer->load_perf_map()) recorder.perf_map_changed();
   }
   const double secs = std::chrono::duration<double>(clock::now() - start).count();
@@ -465,6 +480,7 @@ int record_command(int argc, char** argv) {
       {"segment-mb", required_argument, nullptr, 'S'}, {"keep", required_argument, nullptr, 'K'},
       {"segment-seconds", required_argument, nullptr, 'T'},
       {"stacks", no_argument, nullptr, 's'},          {"perfmap-seconds", required_argument, nullptr, 'F'},
+      {"stacks-from", required_argument, nullptr, 'U'},
       {"launch-timeout", required_argument, nullptr, 'L'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
@@ -529,6 +545,14 @@ int record_command(int argc, char** argv) {
         }
         break;
       case 's': o.stacks = true; break;
+      case 'U':
+        if (std::strcmp(optarg, "vm") != 0 && std::strcmp(optarg, "user") != 0) {
+          std::fprintf(stderr, "jvmtrace record: --stacks-from takes vm or user, not '%s'\n", printable(optarg).c_str());
+          return 2;
+        }
+        o.stacks = true;
+        o.user_stacks = std::strcmp(optarg, "user") == 0;
+        break;
       case 'F':
         if (!parse_seconds(optarg, &o.perfmap_seconds) || o.perfmap_seconds < 0.2) {
           std::fprintf(stderr, "jvmtrace record: --perfmap-seconds takes a number of seconds from 0.2 to 1e7, not '%s'\n", optarg);

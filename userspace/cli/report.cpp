@@ -220,7 +220,7 @@ void print_report(analysis::TraceSummary& sum, bool json, double interval, int t
               st.describe().c_str(), sum.end_text.empty() ? "" : "; ended: ", sum.end_text.c_str());
   std::printf("  lost by cause:");
   for (int k = 0; k < 16; k++)
-    if (k < trace::kLostKindCount || sum.lost_by_kind[k])
+    if (trace::lost_kind_always_shown(static_cast<uint8_t>(k)) || sum.lost_by_kind[k])
       std::printf("%s %s %" PRIu64, k ? "," : "", trace::lost_kind_text(static_cast<uint8_t>(k)), sum.lost_by_kind[k]);
   std::printf("\n");
   std::printf("  trace: %" PRIu64 " bytes, %.2f per event; an event record is %" PRIu64 " bytes at the median, %" PRIu64

@@ -462,7 +462,7 @@ int stat_pid(const Options& o, Launch* launch) {
     return 1;
   const bool stock = bpf.stock();
   const ProbeSet probe_set = bpf.probe_set();
-  const std::string& libjvm = bpf.target().binary;
+  const TargetFile& libjvm = bpf.target().binary;
   set_libbpf_verbose(o.verbose);
   StatMaps maps{};
   bpf_object* obj = nullptr;
@@ -502,7 +502,7 @@ int stat_pid(const Options& o, Launch* launch) {
   if (!bpf.attach()) return 1;
   const bool slow_path = o.slow_path || probe_set != ProbeSet::kSeparate;
   std::fprintf(stderr, "Attached %zu %s (%s) to PID %d (%s)%s. %s\n", bpf.links(), stock ? "uprobes" : "probes",
-               bpf.probe_set_text(), o.pid, libjvm.c_str(),
+               bpf.probe_set_text(), o.pid, printable(libjvm.shown()).c_str(),
                slow_path || stock ? "" : ", slow-path probes left detached",
                launch ? "The report comes when the JVM exits." : "Hit Ctrl-C to end.");
 
@@ -534,7 +534,7 @@ int stat_pid(const Options& o, Launch* launch) {
     const auto now = clock::now();
     const double elapsed = std::chrono::duration<double>(now - start).count();
     if (o.duration > 0 && elapsed >= o.duration) break;
-    if (!process_alive(o.pid)) {
+    if (!bpf.target().proc.alive()) {  // (the pidfd: not a later process of that number)
       target_gone = true;
       break;
     }

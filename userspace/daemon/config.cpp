@@ -44,6 +44,7 @@ bool apply_option(Config* c, const std::string& name, const std::string& v, std:
   } else if (name == "max-disk-mb") {
     if (!parse_seconds(val, &c->max_disk_mb) || c->max_disk_mb < 0.0625) return bad("takes a number of MiB from 0.0625");
   } else if (name == "keep") { if (!parse_long(val, 1, 1000000, &c->keep)) return bad("takes a positive number"); }
+  else if (name == "max-workers") { if (!parse_long(val, 1, 4096, &c->max_workers)) return bad("takes 1..4096"); }
   else {
     *error = "unknown option '" + name + "'";
     return false;

@@ -8,7 +8,7 @@
 namespace jvmtrace {
 
 struct Config {
-  std::string socket_path = "/run/jvmtraced.sock";
+  std::string socket_path = "/run/jvmtraced/jvmtraced.sock";  // (its directory: made 0755 if missing)
   std::string group;  // may also use the socket
   std::string trace_dir = "/var/lib/jvmtraced";
   std::string metrics_address = "127.0.0.1";
@@ -19,6 +19,7 @@ struct Config {
   std::string segment_seconds;  // ... and/or each N seconds ("" = not by time)
   double max_disk_mb = 0;       // cap on the trace directory (0: none)
   long keep = 0;           // record workers: newest segments kept
+  long max_workers = 64;   // attachments (worker processes) at once; auto-stat's too
   std::string jvmtrace;  // the worker binary
   bool verbose = false;
 };

@@ -11,6 +11,7 @@
 #include <ctime>
 #include <functional>
 
+#include "base/strings.h"
 #include "daemon/listen.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
@@ -50,7 +51,7 @@ void Daemon::reload() {
   log_line("info", "reloaded: auto-stat %s, stat-interval %g s, segment-mb %s, keep %ld", c_.auto_stat ? "on" : "off",
            c_.stat_interval, c_.segment_mb.empty() ? "-" : c_.segment_mb.c_str(), c_.keep);
   if (newly_auto)
-    for (const auto& [pid, j] : discovery_.jvms()) {
+    for (const auto& [pid, j] : scanner_.jvms()) {
       bool has = false;
       for (auto& w : workers_) has |= w->target() == pid && w->kind() == Worker::kStat;
       if (!has) attach(0, pid, "stat", 0);
@@ -63,6 +64,10 @@ void Daemon::reload() {
 bool Daemon::start() {
   std::string error;
   if (!trace_dir_.open(c_.trace_dir, &error)) {
+    log_line("error", "%s", error.c_str());
+    return false;
+  }
+  if (!scanner_.start(&error)) {
     log_line("error", "%s", error.c_str());
     return false;
   }
@@ -89,9 +94,10 @@ int Daemon::run() {
       reload();
     }
     if (now_s() >= next_scan) {
-      scan();
+      if (c_.max_disk_mb > 0) enforce_disk_cap(trace_dir_, c_.max_disk_mb, workers_, now_s() + kDetachSeconds);
       next_scan = now_s() + 1.0;
     }
+    scanner_.on_time(now_s());
     on_time(now_s());
     std::vector<pollfd> fds;
     std::vector<std::function<void()>> ready;  // what to do for fds[i]
@@ -100,6 +106,10 @@ int Daemon::run() {
     if (metrics_fd_ >= 0) {
       fds.push_back({metrics_fd_, POLLIN, 0});
       ready.push_back([this] { accept_clients(metrics_fd_, false); });
+    }
+    if (scanner_.fd() >= 0) {
+      fds.push_back({scanner_.fd(), POLLIN, 0});
+      ready.push_back([this] { discovered(); });
     }
     for (auto& [id, c] : clients_) {
       if (!c.conn->events()) continue;
@@ -127,24 +137,47 @@ int Daemon::run() {
   return 0;
 }
 
-void Daemon::scan() {
-  if (c_.max_disk_mb > 0) enforce_disk_cap(trace_dir_, c_.max_disk_mb, workers_, now_s() + kDetachSeconds);
+void Daemon::discovered() {
   std::vector<JvmProcess> appeared, exited;
-  discovery_.scan(&appeared, &exited);
+  scanner_.read(now_s(), &appeared, &exited);
+  // (comm arrives escaped: the scanner printable()s what the target chose)
+  for (const JvmProcess& j : exited) log_line("info", "JVM %d (%s) exited", j.pid, j.comm.c_str());
   for (const JvmProcess& j : appeared) {
     log_line("info", "found JVM %d (%s, pid %d in its namespace, %s)", j.pid, j.comm.c_str(), j.ns_pid,
              j.patched ? "patched: jvmtrace probes" : "stock");
-    if (c_.auto_stat) attach(0, j.pid, "stat", 0);
+    if (c_.auto_stat) attach(0, j.pid, "stat", 0, false);
   }
-  for (const JvmProcess& j : exited) log_line("info", "JVM %d (%s) exited", j.pid, j.comm.c_str());
+  resolve_awaiting(now_s());
+}
+
+void Daemon::resolve_awaiting(double now) {
+  std::vector<AwaitingScan> due;
+  for (auto it = awaiting_scan_.begin(); it != awaiting_scan_.end();) {
+    // Two reports after the ask: a scan begun after it has completed.
+    if (scanner_.jvms().count(it->pid) || scanner_.scans() >= it->scans_at + 2 || now >= it->deadline) {
+      due.push_back(*it);
+      it = awaiting_scan_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const AwaitingScan& a : due) {
+    const std::string reply = attach(a.client, a.pid, a.what, a.seconds, false);
+    if (!reply.empty()) send_reply(a.client, reply);
+  }
 }
 
 void Daemon::accept_clients(int listen_fd, bool control) {
   for (int i = 0; i < 64; i++) {  // what is queued, within reason; the rest next round
     const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) return;
-    if (clients_.size() >= kMaxClients) {  // the metrics port is open to every local user: no fd exhaustion
-      if (c_.verbose) log_line("warn", "%zu clients already: one more closed unanswered", clients_.size());
+    // Each socket its own budget (no fd exhaustion; a flood of one does not
+    // close the other); root beyond the control budget, within its reserve.
+    const size_t open = clients_of(control);
+    const bool over = open >= (control ? kMaxControlClients : kMaxMetricsClients);
+    if (over && !(control && open < kMaxControlClients + kRootReserve && peer_uid(fd) == 0)) {
+      if (c_.verbose)
+        log_line("warn", "%zu %s clients already: one more closed unanswered", open, control ? "control" : "metrics");
       close(fd);
       continue;
     }
@@ -222,6 +255,7 @@ void Daemon::on_time(double now) {
     c.conn->on_time(now);
     if (c.conn->state() == Connection::kReady) handle(id, c);
   }
+  resolve_awaiting(now);
   for (pid_t late : pending_.expire(now))
     for (auto& w : workers_)
       if (w->pid() == late) {
@@ -245,7 +279,7 @@ std::string Daemon::act(uint64_t client, const Request& r) {
       for (auto& w : workers_)
         if (!pending_.attaching(w->pid())) (w->kind() == Worker::kStat ? stats : records)++;
       out = "jvmtraced pid " + std::to_string(getpid()) + ", up " + std::to_string(static_cast<long>(now_s() - started_)) +
-            " s\njvms " + std::to_string(discovery_.jvms().size()) + "\nattached stat " + std::to_string(stats) +
+            " s\njvms " + std::to_string(scanner_.jvms().size()) + "\nattached stat " + std::to_string(stats) +
             ", record " + std::to_string(records) +
             (pending_.attaching_count() ? ", attaching " + std::to_string(pending_.attaching_count()) : "") +
             "\ntrace_dir " + trace_dir_.path() + "\nmetrics " +
@@ -257,7 +291,7 @@ std::string Daemon::act(uint64_t client, const Request& r) {
       char line[512];
       std::snprintf(line, sizeof line, "%-8s %-8s %-8s %-14s %s\n", "PID", "NS_PID", "PROBES", "ATTACHED", "COMM");
       out = line;
-      for (const auto& [pid, j] : discovery_.jvms()) {
+      for (const auto& [pid, j] : scanner_.jvms()) {
         std::string att;
         for (auto& w : workers_)
           if (w->target() == pid && !pending_.attaching(w->pid()))
@@ -289,20 +323,25 @@ std::string Daemon::act(uint64_t client, const Request& r) {
   return "error: ?\n";
 }
 
-std::string Daemon::attach(uint64_t client, pid_t pid, const std::string& what, double seconds) {
+std::string Daemon::attach(uint64_t client, pid_t pid, const std::string& what, double seconds, bool may_wait) {
   auto now_or_log = [&](const std::string& reply) {
     if (client) return reply + "\n";
     log_line("warn", "%s", reply.c_str());
     return std::string();
   };
-  auto j = discovery_.jvms().find(pid);
-  if (j == discovery_.jvms().end()) {
-    scan();  // it may have started since the last scan
-    j = discovery_.jvms().find(pid);
-    if (j == discovery_.jvms().end())
-      return now_or_log("error: PID " + std::to_string(pid) + " is not a JVM this daemon has found");
+  auto j = scanner_.jvms().find(pid);
+  if (j == scanner_.jvms().end()) {
+    if (may_wait && client) {  // it may have started since the last scan: ask for one
+      awaiting_scan_.push_back({client, pid, what, seconds, now_s() + 3, scanner_.scans()});
+      scanner_.poke();
+      return "";
+    }
+    return now_or_log("error: PID " + std::to_string(pid) + " is not a JVM this daemon has found");
   }
   const Worker::Kind kind = what == "stat" ? Worker::kStat : Worker::kRecord;
+  if (workers_.size() >= static_cast<size_t>(c_.max_workers))
+    return now_or_log("error: " + std::to_string(workers_.size()) + " attachments already (max-workers " +
+                      std::to_string(c_.max_workers) + "): detach one first");
   for (auto& w : workers_)
     if (w->target() == pid && w->kind() == kind && !w->stopping)
       return now_or_log("error: " + what + (pending_.attaching(w->pid()) ? " is being attached to PID " : " is already attached to PID ") +
@@ -356,7 +395,9 @@ void Daemon::read_workers() {
     w->read_stdout();
     const pid_t wpid = w->pid(), target = w->target();
     const char* kind = kind_name(*w);
-    w->read_stderr([&](const std::string& l) {
+    w->read_stderr([&](const std::string& line) {
+      // The worker's words quote the target's (paths, names): escaped for the log and the client.
+      const std::string l = printable(line);
       log_line("info", "[%s %d] %s", kind, target, l.c_str());
       pending_.worker_line(wpid, l);
     });
@@ -373,7 +414,8 @@ void Daemon::reap() {
       continue;
     }
     w.read_stdout();
-    w.read_stderr([&](const std::string& l) {
+    w.read_stderr([&](const std::string& line) {
+      const std::string l = printable(line);
       log_line("info", "[%s %d] %s", kind_name(w), w.target(), l.c_str());
       pending_.worker_line(wpid, l);
     });
@@ -387,7 +429,7 @@ void Daemon::reap() {
 
 std::string Daemon::metrics_text() {
   int patched = 0;
-  for (const auto& [pid, j] : discovery_.jvms()) patched += j.patched;
+  for (const auto& [pid, j] : scanner_.jvms()) patched += j.patched;
   int stats = 0, records = 0;
   for (auto& w : workers_)
     if (!pending_.attaching(w->pid())) (w->kind() == Worker::kStat ? stats : records)++;
@@ -395,7 +437,7 @@ std::string Daemon::metrics_text() {
   blocks.push_back(
       "# HELP jvmtraced_jvms JVMs found on the host\n# TYPE jvmtraced_jvms gauge\n"
       "jvmtraced_jvms{probes=\"jvmtrace\"} " + std::to_string(patched) + "\njvmtraced_jvms{probes=\"stock\"} " +
-      std::to_string(discovery_.jvms().size() - patched) + "\n"
+      std::to_string(scanner_.jvms().size() - patched) + "\n"
       "# HELP jvmtraced_attachments attachments (worker processes) by kind\n# TYPE jvmtraced_attachments gauge\n"
       "jvmtraced_attachments{kind=\"stat\"} " + std::to_string(stats) + "\njvmtraced_attachments{kind=\"record\"} " +
       std::to_string(records) + "\n");

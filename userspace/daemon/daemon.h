@@ -1,6 +1,7 @@
 // jvmtraced's core: one thread, one poll loop, which never waits for a
-// client (daemon/connection.h) or a worker (daemon/pending.h).  It scans for
-// JVMs (daemon/jvm_discovery.h), answers the control socket's requests
+// client (daemon/connection.h), a worker (daemon/pending.h) or a target's
+// file (discovery runs in a child process: daemon/scanner.h).  It learns of
+// JVMs from the scanner, answers the control socket's requests
 // (daemon/request.h) by starting and stopping worker processes
 // (daemon/worker.h), keeps the trace directory's names and cap
 // (daemon/trace_store.h) and serves the stat workers' figures to Prometheus
@@ -21,6 +22,7 @@
 #include "daemon/log.h"
 #include "daemon/pending.h"
 #include "daemon/request.h"
+#include "daemon/scanner.h"
 #include "daemon/trace_dir.h"
 #include "daemon/trace_store.h"
 #include "daemon/worker.h"
@@ -32,7 +34,11 @@ class Daemon {
   // How long a worker may take to attach, and to stop after SIGINT before
   // it is killed (detach; the daemon stopping).
   static constexpr double kAttachSeconds = 60, kDetachSeconds = 15, kShutdownSeconds = 20;
-  static constexpr size_t kMaxClients = 256;  // connections open at once (each lives 1 s unless it waits on a worker)
+  // Connections open at once (each lives 1 s unless it waits on a worker),
+  // with a budget each: any local user can reach the metrics port, and must
+  // not be able to keep root from the control socket.  Root has a reserve
+  // beyond the control budget (the group's members cannot fill it either).
+  static constexpr size_t kMaxControlClients = 64, kRootReserve = 16, kMaxMetricsClients = 192;
 
   Daemon(const Config& c, ConfigSource source)
       : c_(c),
@@ -55,7 +61,18 @@ class Daemon {
   int run();
 
  private:
-  void scan();
+  // What the scanner found since the last round: logged, auto-stat attached.
+  void discovered();
+  // Attach requests for a PID the scanner has not reported: answered once
+  // it has scanned again (it is asked to at once) or after 3 s.
+  struct AwaitingScan {
+    uint64_t client;
+    pid_t pid;
+    std::string what;
+    double seconds, deadline;
+    uint64_t scans_at;
+  };
+  void resolve_awaiting(double now);
 
   // --- clients -------------------------------------------------------------
 
@@ -93,7 +110,8 @@ class Daemon {
   // Starts a worker.  Returns the reply if it is known now (an error), ""
   // if it comes once the worker has attached (pending_).  client 0: nobody
   // waits (auto-stat); the outcome is logged.
-  std::string attach(uint64_t client, pid_t pid, const std::string& what, double seconds);
+  // may_wait: a PID not found yet waits for the next scan (else: an error).
+  std::string attach(uint64_t client, pid_t pid, const std::string& what, double seconds, bool may_wait = true);
 
   void read_workers();
 
@@ -106,13 +124,19 @@ class Daemon {
   static volatile sig_atomic_t stop_requested_, reload_requested_;
   Config c_;
   ConfigSource source_;
-  JvmDiscovery discovery_;
+  Scanner scanner_;
+  std::vector<AwaitingScan> awaiting_scan_;
   std::vector<std::unique_ptr<Worker>> workers_;
   int control_fd_ = -1, metrics_fd_ = -1;
   gid_t group_gid_ = static_cast<gid_t>(-1);
   TraceDir trace_dir_;
   PendingReplies pending_;
   std::map<uint64_t, Client> clients_;
+  size_t clients_of(bool control) const {
+    size_t n = 0;
+    for (const auto& [id, c] : clients_) n += c.control == control;
+    return n;
+  }
   uint64_t next_client_ = 1;  // 0 is "nobody" (PendingReplies)
   double started_ = now_s();
 };

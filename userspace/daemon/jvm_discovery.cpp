@@ -4,11 +4,11 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <set>
 #include <sstream>
 
 #include "process/target.h"
+#include "process/target_file.h"
 
 namespace jvmtrace {
 
@@ -27,7 +27,9 @@ unsigned long long start_time(pid_t pid) {
 }
 
 pid_t ns_pid(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string status;
+  read_proc_file("/proc/" + std::to_string(pid) + "/status", &status, 64 << 10);
+  std::istringstream f(status);
   std::string line;
   while (std::getline(f, line)) {
     if (line.compare(0, 6, "NSpid:") != 0) continue;
@@ -74,26 +76,31 @@ void JvmDiscovery::scan(std::vector<JvmProcess>* appeared, std::vector<JvmProces
     }
     if (s->second.jvm || s->second.rechecks <= 0) continue;
     s->second.rechecks--;
-    if (!check(pid)) continue;
+    if (skip.count({pid, s->second.start_time})) continue;
+    if (before_check) before_check(pid, s->second.start_time);
+    if (!check(pid, s->second.start_time)) continue;
     s->second.jvm = true;
     appeared->push_back(jvms_[pid]);
   }
 }
 
-bool JvmDiscovery::check(pid_t pid) {
-  const std::string lib = find_libjvm(pid);
-  if (lib.empty()) return false;
+bool JvmDiscovery::check(pid_t pid, unsigned long long start_time) {
+  // The mapped file itself, a regular file (process/target_file.h): no
+  // name the target controls is opened, so nothing it plants there (a FIFO,
+  // a device, a symlink to a host file) is ever reached.
+  TargetFile lib;
+  std::string error;
+  if (!open_libjvm(pid, &lib, &error)) return false;
   {
     JvmProcess j;
     j.pid = pid;
+    j.start_time = start_time;
     j.ns_pid = ns_pid(pid);
     j.comm = thread_name(pid, static_cast<uint32_t>(pid));
-    j.libjvm = lib;
-    struct stat st;
-    if (::stat(lib.c_str(), &st) != 0) return false;
-    const auto key = std::make_pair(st.st_dev, st.st_ino);
+    j.libjvm = lib.shown();
+    const auto key = std::make_pair(lib.dev(), lib.ino());
     auto p = patched_.find(key);
-    if (p == patched_.end()) p = patched_.emplace(key, has_usdt_provider(lib, "jvmtrace")).first;
+    if (p == patched_.end()) p = patched_.emplace(key, has_usdt_provider(lib.path(), "jvmtrace")).first;
     j.patched = p->second;
     jvms_[pid] = j;
   }

@@ -1,11 +1,16 @@
 // Finding the JVMs on this host: every process that maps a libjvm.so, seen
-// through /proc (so JVMs in containers count: their libjvm.so is reached
-// through /proc/PID/root, and their PID inside their namespace is shown).
+// through /proc (so JVMs in containers count: their libjvm.so is the mapped
+// file itself, and their PID inside their namespace is shown).  It reads
+// every new process's files: it runs in the scanner's child process
+// (daemon/scanner.h), never in the daemon's loop.
 #pragma once
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace jvmtrace {
@@ -13,8 +18,9 @@ namespace jvmtrace {
 struct JvmProcess {
   pid_t pid = 0;        // in the daemon's (the host's) PID namespace
   pid_t ns_pid = 0;     // in the JVM's own PID namespace (== pid outside containers)
-  std::string comm;     // /proc/PID/comm
-  std::string libjvm;   // reachable from here
+  unsigned long long start_time = 0;  // /proc/PID/stat field 22: tells a reused PID apart
+  std::string comm;     // /proc/PID/comm (the target's text: printable() it)
+  std::string libjvm;   // how messages name its libjvm.so (the target's text)
   bool patched = false; // libjvm.so declares jvmtrace probes
 };
 
@@ -24,9 +30,13 @@ class JvmDiscovery {
   // scan costs a directory listing plus one maps file per new process.
   void scan(std::vector<JvmProcess>* appeared, std::vector<JvmProcess>* exited);
   const std::map<pid_t, JvmProcess>& jvms() const { return jvms_; }
+  // Called with (pid, start time) before a process's files are read.
+  std::function<void(pid_t, unsigned long long)> before_check;
+  // Processes never to look at (pid, start time): reading them hung before.
+  std::set<std::pair<pid_t, unsigned long long>> skip;
 
  private:
-  bool check(pid_t pid);  // a JVM now? (adds it to jvms_)
+  bool check(pid_t pid, unsigned long long start_time);  // a JVM now? (adds it to jvms_)
 
   struct Seen {
     unsigned long long start_time;  // /proc/PID/stat field 22: tells a reused PID apart

@@ -24,4 +24,7 @@ int listen_metrics_socket(const std::string& address, long port, std::string* er
 // the peer for the log.
 bool peer_authorised(int fd, gid_t group, std::string* who);
 
+// The peer's uid (SO_PEERCRED), or (uid_t)-1 if it cannot be told.
+uid_t peer_uid(int fd);
+
 }  // namespace jvmtrace

@@ -26,10 +26,12 @@ void usage(FILE* out) {
                "USAGE: jvmtraced [--socket PATH] [--group NAME] [--trace-dir DIR] [--metrics-port N]\n"
                "                 [--metrics-address ADDR] [--auto-stat] [--stat-interval SEC]\n"
                "                 [--segment-mb N] [--segment-seconds S] [--keep N] [--max-disk-mb N]\n"
-               "                 [--config FILE] [-v]\n"
+               "                 [--max-workers N] [--config FILE] [-v]\n"
                "The jvmtrace collector daemon (run as root): finds JVMs, attaches stat or record on\n"
                "request, serves Prometheus metrics, detaches everything on SIGTERM or Ctrl-C.\n"
-               "  --socket PATH         control socket (default /run/jvmtraced.sock, mode 0600)\n"
+               "  --socket PATH         control socket (default /run/jvmtraced/jvmtraced.sock, mode 0600;\n"
+               "                        its directory is made, 0755, if missing; it and every directory\n"
+               "                        above must be root's, not writable by group or others)\n"
                "  --group NAME          also let this group use the socket (mode 0660): members by\n"
                "                        their primary or a supplementary group\n"
                "  --trace-dir DIR       where recordings go (default /var/lib/jvmtraced; made 0750 if\n"
@@ -43,6 +45,8 @@ void usage(FILE* out) {
                "  --keep N              with segments: keep each recording's newest N\n"
                "  --max-disk-mb N       cap on the trace directory: oldest finished files go first,\n"
                "                        then the oldest recording is stopped (default: none)\n"
+               "  --max-workers N       attachments at once, auto-stat's included (default 64): a\n"
+               "                        root worker per JVM must not be had by starting JVMs\n"
                "  --jvmtrace PATH       the jvmtrace binary (default: next to jvmtraced)\n"
                "  -v, --verbose         log every scan and worker line\n"
                "  --version             print the version and exit\n"
@@ -66,6 +70,7 @@ int main(int argc, char** argv) {
       {"stat-interval", required_argument, nullptr, 1},   {"jvmtrace", required_argument, nullptr, 1},
       {"segment-mb", required_argument, nullptr, 1},      {"keep", required_argument, nullptr, 1},
       {"segment-seconds", required_argument, nullptr, 1}, {"max-disk-mb", required_argument, nullptr, 1},
+      {"max-workers", required_argument, nullptr, 1},
       {"verbose", no_argument, nullptr, 1},               {"config", required_argument, nullptr, 1},
       {"help", no_argument, nullptr, 'h'},                {"version", no_argument, nullptr, 'V'},
       {nullptr, 0, nullptr, 0}};

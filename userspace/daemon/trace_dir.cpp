@@ -39,6 +39,29 @@ std::string unsafe_reason(const std::string& shown, const struct stat& st) {
 
 }  // namespace
 
+std::string unsafe_parents(const std::string& what, const std::string& real_path) {
+  // Whoever may rename entries of a directory on the way may swap what is
+  // below it (for a symlink to /etc) under a process that goes by the path:
+  // every ancestor must be root's and writable by root only, or sticky
+  // (then others cannot rename root's entries: /tmp).
+  std::string dir = real_path;
+  while (dir.size() > 1) {
+    const size_t slash = dir.rfind('/');
+    dir = slash == 0 ? "/" : dir.substr(0, slash);
+    struct stat st;
+    if (lstat(dir.c_str(), &st) != 0) return what + ": its parent " + dir + ": " + std::strerror(errno);
+    const bool others_write = st.st_mode & (S_IWGRP | S_IWOTH);
+    if (st.st_uid != 0 || (others_write && !(st.st_mode & S_ISVTX))) {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
+      return what + " is below " + dir + ", owned by " + owner_name(st.st_uid) + " with mode " + mode +
+             ": whoever may write there may swap what is below it; every directory on the way must be root's "
+             "and not writable by group or others (or sticky, as /tmp is)";
+    }
+  }
+  return "";
+}
+
 TraceDir::~TraceDir() {
   if (fd_ >= 0) close(fd_);
 }
@@ -93,7 +116,9 @@ bool TraceDir::open(const std::string& path, std::string* error) {
     return false;
   }
   path_.assign(real, static_cast<size_t>(n));
-  return true;
+  // The workers write by this path: its parents must not be someone else's.
+  *error = unsafe_parents("trace directory " + path_, path_);
+  return error->empty();
 }
 
 bool TraceDir::still_safe(std::string* error) const {
@@ -103,6 +128,7 @@ bool TraceDir::still_safe(std::string* error) const {
     return false;
   }
   *error = unsafe_reason(path_, st);
+  if (error->empty()) *error = unsafe_parents("trace directory " + path_, path_);
   return error->empty();
 }
 

@@ -15,6 +15,12 @@
 
 namespace jvmtrace {
 
+// Why a path root works by (its real path, symlinks resolved) is not safe:
+// an ancestor directory that is not root's, or is writable by group or
+// others without the sticky bit.  "" when every one is safe.  what names the
+// path in the message.
+std::string unsafe_parents(const std::string& what, const std::string& real_path);
+
 class TraceDir {
  public:
   TraceDir() = default;

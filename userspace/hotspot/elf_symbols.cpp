@@ -22,13 +22,14 @@ std::string demangle(const std::string& mangled) {
   return s;
 }
 
-bool ElfSymbols::load(const std::string& path, std::string* error, bool need_symtab) {
+bool ElfSymbols::load(const std::string& file, std::string* error, bool need_symtab, const std::string& shown) {
+  const std::string& path = shown.empty() ? file : shown;
   std::vector<Sym> dynamic;
   if (elf_version(EV_CURRENT) == EV_NONE) {
     *error = "libelf is unusable";
     return false;
   }
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = open(file.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) {
     *error = "cannot open " + path + ": " + std::strerror(errno);
     return false;

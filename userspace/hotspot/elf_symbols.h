@@ -14,8 +14,10 @@ class ElfSymbols {
  public:
   // False with *error if path is not a readable ELF file with symbols
   // (with a .symtab, unless need_symtab is false: then a stripped library's
-  // exported functions are its functions).
-  bool load(const std::string& path, std::string* error, bool need_symtab = true);
+  // exported functions are its functions).  path: a file opened and checked
+  // by process/target_file.h (its /proc/self/fd path), or one root named;
+  // shown: how messages name it (default: path).
+  bool load(const std::string& path, std::string* error, bool need_symtab = true, const std::string& shown = "");
 
   // The mangled name of the one function whose demangled name is
   // "qualified(...)", e.g. "AllocTracer::send_allocation_in_new_tlab".

@@ -6,11 +6,11 @@
 #include "process/target.h"
 
 namespace jvmtrace {
-G1RegionSize::G1RegionSize(pid_t pid, const std::string& libjvm) : pid_(pid) {
+G1RegionSize::G1RegionSize(pid_t pid, const TargetFile& libjvm) : pid_(pid) {
   ElfSymbols syms;
   std::string error;
   const uint64_t start = libjvm_map_start(pid);
-  if (!start || !syms.load(libjvm, &error)) return;
+  if (!start || !libjvm.valid() || !syms.load(libjvm.path(), &error)) return;
   // JDK 17 names the class HeapRegion; JDK 22 on, G1HeapRegion.
   for (const char* mangled : {"_ZN10HeapRegion10GrainBytesE", "_ZN12G1HeapRegion10GrainBytesE"}) {
     if (const uint64_t v = syms.value(mangled)) {

@@ -5,13 +5,15 @@
 #include <cstdint>
 #include <string>
 
+#include "process/target_file.h"
+
 namespace jvmtrace {
 // G1's region size in the HotSpot of pid: HeapRegion::GrainBytes, located
 // through libjvm's own symbols when constructed (the slow part: ~0.3 s for
 // libjvm's symbol table), read from the process by read().
 class G1RegionSize {
  public:
-  G1RegionSize(pid_t pid, const std::string& libjvm);
+  G1RegionSize(pid_t pid, const TargetFile& libjvm);
   // The size now, or 0: another collector, a heap not sized yet (a JVM held
   // at start-up: HotSpot sets it in universe_init), no symbols, or not
   // readable.

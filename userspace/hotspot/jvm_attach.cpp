@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
-#include <linux/openat2.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -239,13 +238,13 @@ void AttachOperation::finish_with(AttachStatus s, const std::string& m) {
   report_fd_ = pidfd_ = -1;
 }
 
-bool AttachOperation::start(pid_t pid, const std::string& command, double timeout_s) {
+bool AttachOperation::start(pid_t pid, const std::string& command, double timeout_s, int pidfd) {
   if (child_ > 0) return false;
   report_.clear();
   message_.clear();
   // The pidfd first: the status read next, if the pidfd's process is still
   // alive after it, is that process's and not a successor's.
-  pidfd_ = pidfd_open(pid);
+  pidfd_ = pidfd >= 0 ? fcntl(pidfd, F_DUPFD_CLOEXEC, 0) : pidfd_open(pid);
   if (pidfd_ < 0) {
     finish_with(errno == ESRCH ? AttachStatus::kGone : AttachStatus::kFailed,
                 errno == ESRCH ? "the target exited" : errno_text("pidfd_open"));
@@ -334,102 +333,6 @@ AttachStatus jcmd(pid_t pid, const std::string& command, double timeout_s, std::
   if (op.start(pid, command, timeout_s)) op.poll(true);
   *message = op.message();
   return op.status();
-}
-
-namespace {
-
-// Reads through path_fd, an O_PATH descriptor (which opened nothing: a
-// device node planted at the name is never opened, so its open has no side
-// effect), only if it stands for a regular file that check(st) accepts; the
-// file is reopened through it, the same inode.  -1 with *error and errno.
-template <typename Check>
-int reopen_if_regular(int path_fd, const std::string& name, Check check, std::string* error) {
-  struct stat st;
-  std::string why;
-  if (fstat(path_fd, &st) != 0) why = errno_text("cannot stat " + name);
-  else if (S_ISLNK(st.st_mode)) why = name + " is a symbolic link: not read";
-  else if (!S_ISREG(st.st_mode)) why = name + " is not a regular file: not read";
-  else why = check(st);
-  int fd = -1;
-  if (why.empty()) {
-    fd = open(("/proc/self/fd/" + std::to_string(path_fd)).c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) why = errno_text("cannot open " + name);
-  }
-  close(path_fd);
-  if (fd < 0) {
-    *error = why;
-    errno = EPERM;
-  }
-  return fd;
-}
-
-int open_path(int root_fd, const std::string& rel, uint64_t flags, uint64_t resolve, std::string* error,
-              const std::string& shown = "") {
-  open_how how{};
-  how.flags = O_PATH | O_CLOEXEC | flags;
-  how.resolve = resolve;
-  const int fd = static_cast<int>(syscall(SYS_openat2, root_fd, rel.c_str(), &how, sizeof how));
-  if (fd < 0) {
-    const int e = errno;
-    const std::string name = shown + "/" + rel;
-    *error = e == ELOOP ? name + " has a symbolic link in its path: not read" : errno_text("cannot open " + name);
-    errno = e;
-  }
-  return fd;
-}
-
-}  // namespace
-
-int open_target_file(int root_fd, const std::string& rel, uid_t uid, uint64_t max_bytes, std::string* error,
-                     const std::string& shown) {
-  const std::string name = shown + "/" + rel;
-  const int path_fd =
-      open_path(root_fd, rel, O_NOFOLLOW, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS, error, shown);
-  if (path_fd < 0) return -1;
-  return reopen_if_regular(
-      path_fd, name,
-      [&](const struct stat& st) -> std::string {
-        if (st.st_uid != uid) return name + " is not owned by the JVM's uid " + std::to_string(uid) + ": not read";
-        if (static_cast<uint64_t>(st.st_size) > max_bytes)
-          return name + " is larger than " + std::to_string(max_bytes) + " bytes: not read";
-        return {};
-      },
-      error);
-}
-
-bool target_file_fit_to_write(int root_fd, const std::string& rel, uid_t uid, std::string* error,
-                              const std::string& shown) {
-  std::string problem;
-  const int path_fd = open_path(root_fd, rel, O_NOFOLLOW, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-                                &problem, shown);
-  if (path_fd < 0) {
-    if (errno == ENOENT) return true;  // the JVM creates it
-    *error = problem;
-    return false;
-  }
-  struct stat st;
-  const int ok = fstat(path_fd, &st);
-  close(path_fd);
-  const std::string name = shown + "/" + rel;
-  if (ok != 0) *error = errno_text("cannot stat " + name);
-  else if (S_ISLNK(st.st_mode)) *error = name + " is a symbolic link";
-  else if (!S_ISREG(st.st_mode)) *error = name + " is not a regular file";
-  else if (st.st_uid != uid) *error = name + " is not owned by the JVM's uid " + std::to_string(uid);
-  else return true;
-  return false;
-}
-
-int open_target_dir(int root_fd, const std::string& rel, std::string* error) {
-  return open_path(root_fd, rel, O_DIRECTORY | O_NOFOLLOW, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-                   error);
-}
-
-int open_in_root(int root_fd, const std::string& path, std::string* error) {
-  // Symlinks, the last one too, resolve inside the root.
-  const std::string rel = path.empty() || path[0] != '/' ? path : path.substr(1);
-  const int path_fd = open_path(root_fd, rel, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, error);
-  if (path_fd < 0) return -1;
-  return reopen_if_regular(path_fd, path, [](const struct stat&) { return std::string(); }, error);
 }
 
 }  // namespace jvmtrace

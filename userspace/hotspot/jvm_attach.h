@@ -20,6 +20,8 @@
 
 #include <string>
 
+#include "process/target_file.h"
+
 namespace jvmtrace {
 
 // What /proc/PID/status tells about a process, as the attach client needs it.
@@ -52,8 +54,11 @@ class AttachOperation {
   AttachOperation& operator=(const AttachOperation&) = delete;
 
   // Starts `jcmd <command>` on pid, to finish within timeout_s.  False (and
-  // status() says why) if it could not even start.
-  bool start(pid_t pid, const std::string& command, double timeout_s);
+  // status() says why) if it could not even start.  pidfd: the target's, held
+  // since it was first looked at (PinnedPid; duplicated here), so that the
+  // operation goes to that process and no later one of its number; -1: one is
+  // opened now.
+  bool start(pid_t pid, const std::string& command, double timeout_s, int pidfd = -1);
   // Whether it has finished (wait: block until it has).
   bool poll(bool wait);
   bool running() const { return child_ > 0; }
@@ -74,35 +79,6 @@ class AttachOperation {
 // Runs `jcmd <command>` on pid and waits for it.
 AttachStatus jcmd(pid_t pid, const std::string& command, double timeout_s, std::string* message);
 
-// Opens the regular file at rel (a relative path) below the directory
-// root_fd stands for, resolving every component as if root_fd were "/" and
-// following no symbolic link at all, and only if the file is owned by uid
-// and at most max_bytes long.  -1 with *error otherwise.  For files a target
-// writes (its perf map): whatever it plants there cannot make us read
-// something it could not read itself.  Nothing but a regular file is ever
-// opened (a device node planted at the name is looked at, not opened).
-// shown: how messages name root_fd's directory ("" for the target's root).
-int open_target_file(int root_fd, const std::string& rel, uid_t uid, uint64_t max_bytes, std::string* error,
-                     const std::string& shown = "");
-
-// Whether the target may be asked to write its file at rel below root_fd
-// (for example Compiler.perfmap): the file is absent, or a regular file of
-// uid reached through no symbolic link.  Something else planted there (a
-// FIFO would stall the JVM's writer in the VM, a symlink would redirect its
-// write) makes it false with *error; nothing is opened to find out.
-bool target_file_fit_to_write(int root_fd, const std::string& rel, uid_t uid, std::string* error,
-                              const std::string& shown = "");
-
-// An O_PATH descriptor of the directory rel below root_fd, resolved as
-// open_target_file() does (no symbolic link at all).  Held open, it keeps
-// the directory reachable after the target has gone: a JVM whose /tmp is a
-// mount of its own namespace writes its perf map there at exit, and the
-// namespace (with that mount) goes with its last process.  -1 with *error.
-int open_target_dir(int root_fd, const std::string& rel, std::string* error);
-
-// A read-only fd of path (absolute, as the process sees it) inside the root
-// directory root_fd stands for: symlinks are resolved inside that root, so
-// they cannot lead out of it; only a regular file is opened.  -1 with *error.
-int open_in_root(int root_fd, const std::string& path, std::string* error);
+// The target's own files (its perf map) are opened with process/target_file.h.
 
 }  // namespace jvmtrace

@@ -32,7 +32,7 @@ bool MethodNamer::ensure(std::string* error) {
   const uint64_t start = libjvm_map_start(target_);
   if (!start) {
     error_ = "libjvm.so is no longer mapped in PID " + std::to_string(target_);
-  } else if (syms.load(libjvm_, &error_)) {
+  } else if (syms.load(libjvm_, &error_, true, shown_)) {
     init(syms, syms.load_bias(start), &error_);
   }
   *error = error_;

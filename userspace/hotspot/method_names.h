@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "hotspot/elf_symbols.h"
+#include "process/target_file.h"
 
 namespace jvmtrace {
 
@@ -37,9 +38,9 @@ struct MethodInfo {
 
 class MethodNamer {
  public:
-  // The HotSpot in pid, whose libjvm.so is the file libjvm (as seen from
-  // here: under /proc/PID/root).
-  MethodNamer(pid_t pid, std::string libjvm) : target_(pid), libjvm_(std::move(libjvm)) {}
+  // The HotSpot in pid, whose libjvm.so is the file libjvm, opened through
+  // the checks of docs/security.md; it must outlive this namer.
+  MethodNamer(pid_t pid, const TargetFile& libjvm) : target_(pid), libjvm_(libjvm.path()), shown_(libjvm.shown()) {}
   // Reads the offsets once the JVM has set up its tables (a JVM held at
   // start-up has not yet: asked again at most every 100 ms); false with
   // *error (the last reason) until then, or when a field this needs is
@@ -71,7 +72,7 @@ class MethodNamer {
   bool init(const ElfSymbols& libjvm, uint64_t bias, std::string* error);
 
   pid_t target_;
-  std::string libjvm_, error_;
+  std::string libjvm_, shown_, error_;
   uint64_t next_try_ns_ = 0;
   pid_t pid_ = 0;  // set once ready
   uint64_t method_const_ = 0, const_constants_ = 0, const_name_ = 0, const_sig_ = 0;

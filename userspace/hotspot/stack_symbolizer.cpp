@@ -8,15 +8,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <ext/stdio_filebuf.h>
-#include <fstream>
-#include <sstream>
 
 #include "base/clock.h"
+#include "base/strings.h"
 #include "process/target.h"
+#include "process/target_file.h"
 
 namespace jvmtrace {
 
@@ -105,24 +105,15 @@ std::string StackSymbolizer::frame(uint64_t ip) {
   }
   auto found = elves_.find(m->path);
   if (found == elves_.end()) {
-    // Through an fd opened inside the target's root: a symlink the
-    // container planted on the way resolves there, not in ours.
+    // The mapped file itself (map_files), checked to be a regular file:
+    // whatever the target's root now holds at that name is not looked at.
     std::unique_ptr<ElfSymbols> e;
     std::string error;
-    int fd = root_fd_ >= 0 ? open_in_root(root_fd_, m->path, &error) : -1;
-    if (fd < 0) {
-      // A target chrooted inside its own mount namespace (unshare, then
-      // chroot into a directory with bind mounts): its maps text names the
-      // file from the namespace's root, which its /proc/PID/root does not
-      // lead back to.  map_files is the mapped file itself.
-      char range[64];
-      std::snprintf(range, sizeof range, "%" PRIx64 "-%" PRIx64, m->start, m->end);
-      fd = open(("/proc/" + std::to_string(pid_) + "/map_files/" + range).c_str(), O_RDONLY | O_CLOEXEC);
-    }
-    if (fd >= 0) {
+    TargetFile f;
+    if (open_mapped_file(pid_, jvmtrace::Mapping{m->start, m->end, m->offset, "", m->path}, kMaxElfBytes, &f,
+                         &error)) {
       e = std::make_unique<ElfSymbols>();
-      if (!e->load("/proc/self/fd/" + std::to_string(fd), &error, false)) e.reset();
-      close(fd);
+      if (!e->load(f.path(), &error, false)) e.reset();
     }
     found = elves_.emplace(m->path, std::move(e)).first;
   }
@@ -148,11 +139,11 @@ bool StackSymbolizer::load_perf_map() {
   // this name cannot make root read a file it could not read itself.
   struct stat st;
   std::string problem;
-  const int fd = open_target_file(perf_dir_fd(), perf_rel_, uid_, 1ull << 30, &problem, perf_dir_shown());
+  const int fd = open_target_file(perf_dir_fd(), perf_rel_, uid_, UINT64_MAX, &problem, perf_dir_shown());
   if (fd < 0) {
     if (errno == ENOENT) return false;  // not written (yet)
     if (problem != perf_problem_)
-      std::fprintf(stderr, "jvmtrace record: perf map: %s; JIT-compiled Java frames stay unnamed\n", problem.c_str());
+      std::fprintf(stderr, "jvmtrace record: perf map: %s; JIT-compiled Java frames stay unnamed\n", printable(problem).c_str());
     perf_problem_ = problem;
     return false;
   }
@@ -166,18 +157,49 @@ bool StackSymbolizer::load_perf_map() {
     close(fd);
     return false;
   }
-  __gnu_cxx::stdio_filebuf<char> buf(fd, std::ios::in);  // owns fd
-  std::istream in(&buf);
+  // Read with read(2) up to hard limits, whatever the file's size said: the
+  // JVM's user writes this file, may grow it while it is read, and a line
+  // costs this process more than its bytes.  What is past a limit is not
+  // read (said once).
   std::vector<PerfSym> syms;
-  std::string line;
-  while (std::getline(in, line)) {
+  std::string chunk(64 << 10, '\0'), line;
+  uint64_t bytes = 0;
+  bool cut = false;
+  auto take = [&](const std::string& l) {
     char* end = nullptr;
-    const uint64_t start = std::strtoull(line.c_str(), &end, 16);
-    if (!end || *end != ' ') continue;
+    const uint64_t start = std::strtoull(l.c_str(), &end, 16);
+    if (!end || *end != ' ') return;
     char* end2 = nullptr;
     const uint64_t size = std::strtoull(end + 1, &end2, 16);
-    if (!end2 || *end2 != ' ' || !size) continue;
+    if (!end2 || *end2 != ' ' || !size) return;
     syms.push_back({start, size, java_name(end2 + 1)});
+  };
+  for (;;) {
+    const ssize_t n = read(fd, chunk.data(), std::min<uint64_t>(chunk.size(), kMaxPerfMapBytes - bytes));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    bytes += static_cast<uint64_t>(n);
+    for (ssize_t i = 0; i < n; i++) {
+      const char c = chunk[static_cast<size_t>(i)];
+      if (c != '\n') {
+        if (line.size() < kMaxPerfMapLine) line += c;
+        continue;
+      }
+      take(line);
+      line.clear();
+    }
+    if (syms.size() >= kMaxPerfMapEntries || bytes >= kMaxPerfMapBytes) {
+      cut = true;
+      break;
+    }
+  }
+  if (!line.empty() && !cut) take(line);
+  close(fd);
+  if (syms.size() > kMaxPerfMapEntries) syms.resize(kMaxPerfMapEntries);
+  if (cut && !perf_cut_told_) {
+    std::fprintf(stderr, "jvmtrace record: perf map: more than %zu entries or %llu MiB: the rest is not read (its JIT "
+                 "code stays unnamed)\n", kMaxPerfMapEntries, (unsigned long long)(kMaxPerfMapBytes >> 20));
+    perf_cut_told_ = true;
   }
   std::sort(syms.begin(), syms.end(), [](const PerfSym& a, const PerfSym& b) { return a.start < b.start; });
   perf_mtime_ns_ = mtime;
@@ -207,12 +229,12 @@ bool PerfMapRefresher::start(double timeout_s) {
   std::string why;
   if (!where_.perf_map_fit_to_write(&why)) {
     why += ": the JVM is not asked to write its perf map";
-    if (problem_ != why) std::fprintf(stderr, "jvmtrace record: perf map: %s\n", why.c_str());
+    if (problem_ != why) std::fprintf(stderr, "jvmtrace record: perf map: %s\n", printable(why).c_str());
     problem_ = why;
     backoff_until_ns_ = monotonic_ns() + interval_ns_;
     return false;
   }
-  if (op_.start(pid_, "Compiler.perfmap", timeout_s)) return true;
+  if (op_.start(target_.pid(), "Compiler.perfmap", timeout_s, target_.fd())) return true;
   finished();
   return false;
 }
@@ -226,14 +248,16 @@ bool PerfMapRefresher::finished() {
       // Asked again soon; said once.
       soon_ = true;
       if (!told_not_ready_)
-        std::fprintf(stderr, "jvmtrace record: perf map: %s; asking again until it does\n", op_.message().c_str());
+        std::fprintf(stderr, "jvmtrace record: perf map: %s; asking again until it does\n",
+                     printable(op_.message()).c_str());
       told_not_ready_ = true;
       problem_ = op_.message();
       return false;
     default:
       // Not retried early: a refusal or a failure would only repeat.
       if (problem_ != op_.message())
-        std::fprintf(stderr, "jvmtrace record: perf map: %s\n", op_.message().c_str());
+        // (the JVM's own answer, up to 4 KiB of its text)
+        std::fprintf(stderr, "jvmtrace record: perf map: %s\n", printable(op_.message()).c_str());
       problem_ = op_.message();
       backoff_until_ns_ = monotonic_ns() + interval_ns_;
       return false;

@@ -22,6 +22,11 @@
 
 namespace jvmtrace {
 
+// The perf map is read up to these limits, whatever its size (its entries:
+// the JVM's compiled methods, tens of thousands in a large program).
+constexpr size_t kMaxPerfMapEntries = 1 << 19, kMaxPerfMapLine = 4096;
+constexpr uint64_t kMaxPerfMapBytes = 64ull << 20;
+
 class StackSymbolizer {
  public:
   explicit StackSymbolizer(pid_t pid);
@@ -76,6 +81,7 @@ class StackSymbolizer {
   std::vector<PerfSym> perf_;                                 // sorted by start
   uint64_t perf_size_ = 0, perf_mtime_ns_ = 0;
   uint64_t unresolved_jit_ = 0;
+  bool perf_cut_told_ = false;
 };
 
 // Has the JVM write its perf map now and then (the attach operation
@@ -86,8 +92,10 @@ class PerfMapRefresher {
  public:
   // where: the symbolizer reading the map, which knows where it is; the
   // JVM is only asked to write it while that file is fit for it.
-  PerfMapRefresher(pid_t pid, double interval_s, const StackSymbolizer& where)
-      : pid_(pid), where_(where), interval_ns_(static_cast<uint64_t>(interval_s * 1e9)) {}
+  // target: pinned since the attach; every refresh goes to it, not to a later
+  // process of its number.
+  PerfMapRefresher(const PinnedPid& target, double interval_s, const StackSymbolizer& where)
+      : target_(target), where_(where), interval_ns_(static_cast<uint64_t>(interval_s * 1e9)) {}
   // Why the last refresh failed; empty if it worked (or none finished yet).
   const std::string& problem() const { return problem_; }
   // Starts a refresh if none runs and the interval has passed (soon: 0.25 s,
@@ -104,7 +112,7 @@ class PerfMapRefresher {
   bool start(double timeout_s);
   bool finished();  // the running refresh has ended; true if it worked
 
-  pid_t pid_;
+  const PinnedPid& target_;
   const StackSymbolizer& where_;
   AttachOperation op_;
   std::string problem_;

@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -12,16 +14,20 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 
 
 namespace jvmtrace {
 
 std::vector<Mapping> process_maps(pid_t pid) {
   std::vector<Mapping> out;
-  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
+  std::string text;
+  read_proc_file("/proc/" + std::to_string(pid) + "/maps", &text, kMaxMapsBytes);
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t nl = text.find('\n', at);
+    if (nl == std::string::npos) nl = text.size();  // (cut at the cap: the line may be partial)
+    const std::string line = text.substr(at, nl - at);
+    at = nl + 1;
     // start-end perms offset dev inode [path]; the path may hold spaces.
     unsigned long long start = 0, end = 0, offset = 0;
     char perms[8];
@@ -35,36 +41,15 @@ std::vector<Mapping> process_maps(pid_t pid) {
   return out;
 }
 
-namespace {
-bool is_libjvm(const Mapping& m) {
+bool is_libjvm_mapping(const Mapping& m) {
   static const std::string kLib = "/libjvm.so";
   return m.path.size() >= kLib.size() && m.path[0] == '/' &&
          m.path.compare(m.path.size() - kLib.size(), kLib.size(), kLib) == 0;
 }
-}  // namespace
-
-std::string find_libjvm(pid_t pid) {
-  for (const Mapping& m : process_maps(pid)) {
-    if (!is_libjvm(m)) continue;
-    const std::string proc = "/proc/" + std::to_string(pid);
-    const std::string via_root = proc + "/root" + m.path;
-    if (::access(via_root.c_str(), F_OK) == 0) return via_root;
-    // The maps text names the file from the root of the target's mount
-    // namespace, which /proc/PID/root does not lead back to when the target
-    // also chrooted inside it (unshare, then chroot into a directory with
-    // bind mounts): then map_files, the mapped file itself.
-    char range[48];
-    std::snprintf(range, sizeof range, "%" PRIx64 "-%" PRIx64, m.start, m.end);
-    const std::string mapped = proc + "/map_files/" + range;
-    if (::access(mapped.c_str(), F_OK) == 0) return mapped;
-    return via_root;  // what errors then name
-  }
-  return {};
-}
 
 uint64_t libjvm_map_start(pid_t pid) {
   for (const Mapping& m : process_maps(pid))
-    if (is_libjvm(m) && m.offset == 0) return m.start;
+    if (is_libjvm_mapping(m) && m.offset == 0) return m.start;
   return 0;
 }
 
@@ -91,6 +76,19 @@ bool process_alive(pid_t pid) {
   if (!read_proc_file("/proc/" + std::to_string(pid) + "/stat", &s)) return kill(pid, 0) == 0 || errno != ESRCH;
   auto close = s.rfind(')');
   return close != std::string::npos && close + 2 < s.size() && s[close + 2] != 'Z';
+}
+
+bool PinnedPid::open(pid_t pid) {
+  pid_ = pid;
+  fd_.reset(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+  return fd_.valid();
+}
+
+bool PinnedPid::alive() const {
+  if (!fd_.valid()) return false;
+  // A pidfd is readable once its process has exited (zombie or reaped).
+  pollfd p{fd_.get(), POLLIN, 0};
+  return poll(&p, 1, 0) == 0;
 }
 
 std::string read_process_memory(pid_t pid, uint64_t addr, size_t len) {
@@ -121,9 +119,10 @@ std::string read_process_string(pid_t pid, uint64_t addr, size_t max, bool* term
 }
 
 std::string thread_name(pid_t pid, uint32_t tid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm");
   std::string s;
-  std::getline(f, s);
+  read_proc_file("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm", &s, 64);
+  const size_t nl = s.rfind('\n');  // the kernel's line end (a name may hold newlines of its own)
+  if (nl != std::string::npos && nl + 1 == s.size()) s.pop_back();
   return s;
 }
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "base/unique_fd.h"
+
 namespace jvmtrace {
 
 // One line of /proc/PID/maps.  path: the file as the target's mount
@@ -18,13 +20,15 @@ struct Mapping {
   std::string perms;
   std::string path;
 };
-// PID's mappings in address order; empty if its maps cannot be read.
+// PID's mappings in address order (at most kMaxMapsBytes of its maps file:
+// a process cannot make a reader take without bound); empty if its maps
+// cannot be read.
 std::vector<Mapping> process_maps(pid_t pid);
+constexpr size_t kMaxMapsBytes = 16 << 20;
 
-// The libjvm.so that PID has mapped, as a path reachable from here: through
-// /proc/PID/root, so a JVM in another mount namespace (a container) works.
-// Empty if PID maps none (not a JVM) or its maps cannot be read.
-std::string find_libjvm(pid_t pid);
+// Whether m maps a file named .../libjvm.so (a JVM's; process/target_file.h
+// opens it: open_libjvm()).
+bool is_libjvm_mapping(const Mapping& m);
 
 // Where PID mapped offset 0 of its libjvm.so (the base for symbol
 // addresses); 0 if it maps none.
@@ -36,8 +40,26 @@ uint64_t libjvm_map_start(pid_t pid);
 // fails with ESRCH, and that ended stat and jvmtraced with an abort).
 bool read_proc_file(const std::string& path, std::string* out, size_t max = 1 << 20);
 
-// True while PID exists (a zombie counts as gone).
+// True while PID exists (a zombie counts as gone).  By number: for a target
+// held from attach to detach, PinnedPid.
 bool process_alive(pid_t pid);
+
+// The target pinned by a pidfd, opened once when it is first looked at and
+// held to the detach: alive() asks the pidfd, not the PID number, which
+// another process may get once the target has exited; whatever was read of
+// /proc/PID or the process's memory before alive() said true was the
+// target's own.
+class PinnedPid {
+ public:
+  bool open(pid_t pid);  // false with errno (ESRCH: no such process)
+  pid_t pid() const { return pid_; }
+  int fd() const { return fd_.get(); }
+  bool alive() const;  // false once the process has exited (a zombie too)
+
+ private:
+  pid_t pid_ = 0;
+  UniqueFd fd_;
+};
 
 // Up to len bytes at addr in PID's memory; empty on failure.
 std::string read_process_memory(pid_t pid, uint64_t addr, size_t len);

@@ -44,16 +44,19 @@ void Recorder::add(const jt_event& k, size_t size) {
   trace::Event e;
   e.ts_ns = k.ts_ns;
   e.probe = probe;
-  e.thread = thread(k.tid);
+  const uint64_t thread_id = thread(k.tid);
   for (int i = 0; i < k.nargs; i++) e.a[i] = k.args[i];
+  bool named = thread_id != kNotKept;  // every name it needs is in the tables
   switch (probe) {
     case JT_TLAB_REFILL:  // class name pointer, length at 3, 4
       e.a[3] = klass(k.args[3], k.args[4]);
       e.a[4] = 0;
+      named &= e.a[3] != kNotKept;
       break;
     case JT_ALLOC_SLOW_ENTER:  // at 1, 2
       e.a[1] = klass(k.args[1], k.args[2]);
       e.a[2] = 0;
+      named &= e.a[1] != kNotKept;
       break;
     case JT_GC_START:
     case JT_GC_END:
@@ -66,12 +69,14 @@ void Recorder::add(const jt_event& k, size_t size) {
         e.a[1] = string(k.args[1]);
         e.a[2] = string(k.args[2]);
       }
+      named &= e.a[1] != kNotKept && e.a[2] != kNotKept;
       break;
     case JT_GC_PAUSE_START:
     case JT_GC_PAUSE_END: {  // the name's text follows the arguments
       const char* name = reinterpret_cast<const char*>(&k) + JT_EVENT_SIZE(6);
       e.a[1] = text(std::string(name, strnlen(name, JT_PAUSE_NAME_MAX)));
       e.a[2] = string(k.args[2]);
+      named &= e.a[1] != kNotKept && e.a[2] != kNotKept;
       break;
     }
     case JT_SAFEPOINT_BEGIN:
@@ -82,6 +87,11 @@ void Recorder::add(const jt_event& k, size_t size) {
       malformed_++;
       return;
   }
+  if (!named) {
+    names_full_++;
+    return;
+  }
+  e.thread = static_cast<uint32_t>(thread_id);
   w_->event(e);
   if (has_stack) w_->event_stack(stack(static_cast<int64_t>(k.args[k.nargs])));
 }
@@ -135,8 +145,13 @@ void Recorder::add_alloc_batch(const jt_event& k, size_t size, bool has_stack) {
 
 void Recorder::write_slow_path(const jvmtrace_alloc_record& p, int64_t stack_id) {
   const uint64_t cls = klass(p.class_name, p.class_name_len);
+  const uint64_t thread_id = thread(static_cast<uint32_t>(p.tid));
+  if (cls == kNotKept || thread_id == kNotKept) {  // the events it would have been: lost, counted
+    names_full_ += (p.start_ns ? 1 : 0) + (jvmtrace_slow_new_tlab(p.outcome) ? 1 : 0) + 1;
+    return;
+  }
   trace::Event e;
-  e.thread = thread(static_cast<uint32_t>(p.tid));
+  e.thread = static_cast<uint32_t>(thread_id);
   if (p.start_ns) {
     e.ts_ns = p.start_ns;
     e.probe = JT_ALLOC_SLOW_ENTER;
@@ -146,7 +161,7 @@ void Recorder::write_slow_path(const jvmtrace_alloc_record& p, int64_t stack_id)
     if (stack_id != -2) w_->event_stack(stack_id);
   }
   e = trace::Event{};
-  e.thread = thread(static_cast<uint32_t>(p.tid));
+  e.thread = static_cast<uint32_t>(thread_id);
   e.ts_ns = p.end_ns;
   if (jvmtrace_slow_new_tlab(p.outcome)) {
     e.probe = JT_TLAB_REFILL;
@@ -172,7 +187,6 @@ namespace {
 // Bounds against a JVM that sends ever new stacks or never reports the slow
 // paths its samples name: beyond them a sample goes without its stack, or
 // out at once without its slow path (both counted).
-constexpr size_t kMaxJavaStacks = 1 << 18;
 constexpr size_t kMaxPendingSamples = 1024;
 }  // namespace
 
@@ -255,13 +269,22 @@ void Recorder::add_alloc_sample(const jt_event& k, size_t size) {
     for (Fresh& n : fresh) {
       uint32_t id = unknown_method();
       if (valid) {
+        // (names the target chose: each kept within the tables' caps, else
+        // the frame is "[frame name not kept]", counted)
+        const uint64_t klass = klass_id_by_name(n.info.klass), name = text(n.info.name),
+                       sig = text(n.info.signature), file = n.info.file.empty() ? 0 : text(n.info.file);
         trace::Method m;
-        m.klass = klass_id_by_name(n.info.klass) + 1;
-        m.name = text(n.info.name);
-        m.signature = text(n.info.signature) + 1;
-        m.file = n.info.file.empty() ? 0 : text(n.info.file) + 1;
-        id = method_id(m);
-        method_ids_[n.method] = id;
+        m.klass = klass + 1;
+        m.name = name;
+        m.signature = sig + 1;
+        m.file = n.info.file.empty() ? 0 : file + 1;
+        id = klass == kNotKept || name == kNotKept || sig == kNotKept || file == kNotKept ? kMethodNotKept : method_id(m);
+        if (id == kMethodNotKept) {
+          frames_not_kept_++;
+          id = not_kept_method();
+        } else {
+          method_ids_[n.method] = id;
+        }
       }
       frames[n.frame].method = id;
     }
@@ -279,19 +302,25 @@ void Recorder::add_alloc_sample(const jt_event& k, size_t size) {
   auto st = java_stacks_.find(frames);
   if (st != java_stacks_.end()) {
     stack_plus_one = st->second + 1;
-  } else if (java_stacks_.size() < kMaxJavaStacks) {
+  } else if (java_stacks_.size() < kMaxJavaStacks && java_frames_ + frames.size() <= kMaxJavaFrames) {
+    java_frames_ += frames.size();
     const uint32_t id = w_->define_java_stack(frames);
     java_stacks_.emplace(std::move(frames), id);
     stack_plus_one = id + 1;
   } else {
     sample_counts_.stacks_capped++;
   }
+  const uint64_t thread_id = thread(k.tid), klass_id = klass(k.args[1], k.args[2]);
+  if (thread_id == kNotKept || klass_id == kNotKept) {
+    names_full_++;
+    return;
+  }
   trace::Event e;
   e.probe = JT_ALLOC_SAMPLE;
-  e.thread = thread(k.tid);
+  e.thread = static_cast<uint32_t>(thread_id);
   e.ts_ns = end_ns;  // its slow path's end, on the VM's clock like that slow path's record
   e.a[0] = k.args[0];
-  e.a[1] = klass(k.args[1], k.args[2]);
+  e.a[1] = klass_id;
   e.a[2] = k.args[3];
   e.a[3] = k.args[4];
   e.a[4] = stack_plus_one;
@@ -337,24 +366,41 @@ uint32_t Recorder::method_id(const trace::Method& m) {
   const auto key = std::make_tuple(m.klass, m.name, m.signature, m.file);
   auto it = methods_.find(key);
   if (it != methods_.end()) return it->second;
+  if (methods_.size() >= kMaxMethods) return kMethodNotKept;
   return methods_.emplace(key, w_->define_method(m)).first->second;
 }
 
+uint32_t Recorder::not_kept_method() {
+  if (not_kept_method_ == kMethodNotKept) {
+    if (frame_not_kept_ == kNotKept) frame_not_kept_ = w_->define_string("[frame name not kept]");
+    trace::Method m;
+    m.name = frame_not_kept_;
+    not_kept_method_ = w_->define_method(m);  // (one entry past the cap, once)
+  }
+  return not_kept_method_;
+}
+
 uint32_t Recorder::unknown_method() {
-  if (unknown_method_ == UINT32_MAX) unknown_method_ = vm_method(trace::kUnknownMethodName);
+  if (unknown_method_ == kMethodNotKept) unknown_method_ = vm_method(trace::kUnknownMethodName);
   return unknown_method_;
 }
 
 uint64_t Recorder::klass_id_by_name(const std::string& name) {
   auto it = class_by_name_.find(name);
   if (it != class_by_name_.end()) return it->second;
+  // (the class table is klass()'s too: one cap for both)
+  if (!room_for(classes_.size() + class_by_name_.size(), kMaxClasses, name.size())) return kNotKept;
+  name_bytes_ += name.size();
   return class_by_name_.emplace(name, w_->define_class(name)).first->second;
 }
 
 uint32_t Recorder::vm_method(const std::string& symbol) {
   trace::Method m;
   m.name = text(symbol);
-  return method_id(m);
+  const uint32_t id = m.name == kNotKept ? kMethodNotKept : method_id(m);
+  if (id != kMethodNotKept) return id;
+  frames_not_kept_++;
+  return not_kept_method();
 }
 
 void Recorder::add_plab_batch(const jt_event& k, size_t size, bool has_stack) {
@@ -374,9 +420,14 @@ void Recorder::add_plab_batch(const jt_event& k, size_t size, bool has_stack) {
   for (uint64_t i = 0; i < n; i++) {
     jvmtrace_plab_record r;
     std::memcpy(&r, p + i * step, sizeof r);
+    const uint64_t thread_id = thread(static_cast<uint32_t>(r.tid));
+    if (thread_id == kNotKept) {
+      names_full_++;
+      continue;
+    }
     trace::Event e;
     e.ts_ns = r.ts_ns;
-    e.thread = thread(static_cast<uint32_t>(r.tid));
+    e.thread = static_cast<uint32_t>(thread_id);
     e.a[0] = r.gc_id;
     e.a[1] = r.address;
     e.a[2] = r.bytes;
@@ -412,6 +463,11 @@ int64_t Recorder::stack(int64_t kid) {
   }
   auto it = stack_ids_.find(kid);
   if (it != stack_ids_.end()) return it->second.id;
+  // (perf-map changes make a long recording define stacks anew: bounded too)
+  if (stacks_defined_ >= kMaxStacks || stack_frames_ + JT_STACK_DEPTH + 1 > kMaxStackFrames) {
+    stacks_missing_++;
+    return -1;
+  }
   CachedStack c;
   const uint64_t key = static_cast<uint64_t>(kid);
   if (bpf_map_lookup_elem(stack_map_fd_, &key, c.ips) != 0) {
@@ -419,6 +475,7 @@ int64_t Recorder::stack(int64_t kid) {
     return -1;
   }
   std::vector<uint64_t> frames = name_stack(&c);
+  stack_frames_ += frames.size();
   c.id = w_->define_stack(frames);
   stacks_defined_++;
   // Code the perf map does not know yet: have the map written again soon,
@@ -431,9 +488,16 @@ int64_t Recorder::stack(int64_t kid) {
 std::vector<uint64_t> Recorder::name_stack(CachedStack* c) {
   std::vector<uint64_t> frames;
   const uint64_t unnamed = symbolizer_->unresolved_jit();
+  auto frame_text = [&](const std::string& name) {
+    uint64_t id = text(name);
+    if (id != kNotKept) return id;
+    frames_not_kept_++;
+    if (frame_not_kept_ == kNotKept) frame_not_kept_ = w_->define_string("[frame name not kept]");
+    return frame_not_kept_;
+  };
   for (int i = 0; i < JT_STACK_DEPTH && c->ips[i]; i++)  // a return address is past its call: -1
-    frames.push_back(text(symbolizer_->frame(i == 0 ? c->ips[i] : c->ips[i] - 1)));
-  if (frames.size() == JT_STACK_DEPTH) frames.push_back(text("[deeper frames not captured]"));
+    frames.push_back(frame_text(symbolizer_->frame(i == 0 ? c->ips[i] : c->ips[i] - 1)));
+  if (frames.size() == JT_STACK_DEPTH) frames.push_back(frame_text("[deeper frames not captured]"));
   c->unnamed = symbolizer_->unresolved_jit() != unnamed;
   return frames;
 }
@@ -444,7 +508,9 @@ bool Recorder::stock_gc(const jt_event& k, trace::Event* e) {
   if (k.probe == JT_GC_START) {
     id = next_gc_id_++;
     cause = k.args[2];
-    gc_open_[tracer] = {id, cause};
+    // (keyed by the tracer object's address, the target's word: a JVM has a
+    // handful of tracers, a flood of starts without ends is not kept)
+    if (gc_open_.size() < 4096 || gc_open_.count(tracer)) gc_open_[tracer] = {id, cause};
   } else {
     auto it = gc_open_.find(tracer);
     if (it == gc_open_.end()) return false;
@@ -455,7 +521,9 @@ bool Recorder::stock_gc(const jt_event& k, trace::Event* e) {
   auto name = gc_names_.find(k.args[1]);
   if (name == gc_names_.end()) {
     std::string n = stock_->gc_name(k.args[1]);
-    name = gc_names_.emplace(k.args[1], n.empty() ? "<unknown collector>" : n).first;
+    if (n.empty()) n = "<unknown collector>";
+    if (gc_names_.size() >= 4096) gc_names_.clear();  // (by vtable address, the target's word: a cache, kept small)
+    name = gc_names_.emplace(k.args[1], n).first;
   }
   e->a[0] = id;
   e->a[1] = text(name->second);
@@ -465,10 +533,21 @@ bool Recorder::stock_gc(const jt_event& k, trace::Event* e) {
   return true;
 }
 
-uint32_t Recorder::thread(uint32_t tid) {
+uint64_t Recorder::text(const std::string& s) {
+  auto it = texts_.find(s);
+  if (it != texts_.end()) return it->second;
+  if (!room_for(texts_.size(), kMaxTexts, s.size())) return kNotKept;
+  name_bytes_ += s.size();
+  return texts_.emplace(s, w_->define_string(s)).first->second;
+}
+
+uint64_t Recorder::thread(uint32_t tid) {
   auto it = threads_.find(tid);
   if (it != threads_.end()) return it->second;
+  if (!room_for(threads_.size(), kMaxThreads, 16)) return kNotKept;  // (a thread's name: 15 bytes at most)
   std::string name = thread_name(pid_, tid);
+  if (!target_.alive()) name.clear();  // (the number may be another process's now)
+  name_bytes_ += name.size();
   return threads_.emplace(tid, w_->define_thread(tid, name.empty() ? "<exited>" : name)).first->second;
 }
 
@@ -476,18 +555,26 @@ uint64_t Recorder::klass(uint64_t addr, uint64_t len) {
   auto key = std::make_pair(addr, len);
   auto it = classes_.find(key);
   if (it != classes_.end()) return it->second;
-  std::string name = len ? read_process_memory(pid_, addr, len < 1024 ? len : 1024) : "";
+  const size_t n = len < 1024 ? len : 1024;
+  if (!room_for(classes_.size() + class_by_name_.size(), kMaxClasses, n)) return kNotKept;
+  std::string name = len ? read_process_memory(pid_, addr, n) : "";
+  if (!target_.alive()) name.clear();
   if (name.empty()) name = addr ? "<unreadable>" : "<none>";
+  name_bytes_ += name.size();
   return classes_.emplace(key, w_->define_class(name)).first->second;
 }
 
 uint64_t Recorder::string(uint64_t addr) {
   auto it = strings_.find(addr);
   if (it != strings_.end()) return it->second;
+  if (strings_.size() >= kMaxStrings) return kNotKept;
   bool terminated = false;  // an empty string (G1 Remark's cause) is not an unreadable one
   std::string s = addr ? read_process_string(pid_, addr, 256, &terminated) : "";
+  if (!target_.alive()) s.clear(), terminated = false;
   if (s.empty() && !terminated) s = addr ? "<unreadable>" : "<none>";
-  return strings_.emplace(addr, text(s)).first->second;
+  const uint64_t id = text(s);
+  if (id == kNotKept) return kNotKept;
+  return strings_.emplace(addr, id).first->second;
 }
 
 void Recorder::flush_plab_events() {

@@ -29,10 +29,38 @@
 
 namespace jvmtrace {
 
+// What the recorder keeps of the names the JVM chooses, at most.  Each new
+// thread, class, GC string or frame name is read from the target, kept, and
+// written into the trace's tables, which every rotation repeats; a JVM that
+// fires its probes with ever new class-name pointers or thread ids would
+// otherwise grow root's memory (and every segment) without bound.  An event
+// whose thread, class or GC name finds its table full is not recorded, and
+// counted (trace::kLostNameTableFull); a frame name that finds it full is
+// "[frame name not kept]", a stack past kMaxStacks is not captured.  A real
+// JVM stays far below: tens of thousands of classes, hundreds of threads.
+constexpr size_t kMaxThreads = 1 << 17, kMaxClasses = 1 << 18, kMaxStrings = 1 << 16, kMaxTexts = 1 << 20,
+                 kMaxStacks = 1 << 20;
+// alloc__sample's tables (record --stacks on a JVM that walks its own
+// stack): methods named, and the Java stacks of samples (past the cap a
+// sample goes without its stack, counted).
+constexpr size_t kMaxMethods = 1 << 20, kMaxJavaStacks = 1 << 18, kMaxJavaFrames = 8 << 20;
+constexpr size_t kMaxNameBytes = 64 << 20;  // of every name kept, together
+constexpr size_t kMaxStackFrames = 8 << 20;  // of every stack kept, together
+static_assert(kMaxTexts + kMaxStrings + 1 <= trace::kMaxTableEntries && kMaxClasses <= trace::kMaxTableEntries &&
+                  kMaxThreads <= trace::kMaxTableEntries && kMaxStacks <= trace::kMaxTableEntries &&
+                  kMaxMethods + 1 <= trace::kMaxTableEntries && kMaxJavaStacks <= trace::kMaxTableEntries,
+              "a reader takes every table the recorder writes");
+static_assert(kMaxNameBytes <= trace::kMaxTableNameBytes && kMaxStackFrames <= trace::kMaxTableFrames &&
+                  kMaxJavaFrames <= trace::kMaxTableFrames,
+              "a reader takes every name and stack the recorder keeps");
+
 // Turns kernel events into trace events: thread, class and GC-name tables.
 class Recorder {
  public:
-  Recorder(pid_t pid, trace::TraceWriter* w, const StockTarget* stock) : pid_(pid), w_(w), stock_(stock) {}
+  // target: pinned since the attach (a name read of it counts only if it was
+  // still alive after the read: else the number may be another process's).
+  Recorder(const PinnedPid& target, trace::TraceWriter* w, const StockTarget* stock)
+      : target_(target), pid_(target.pid()), w_(w), stock_(stock) {}
 
   static int on_event(void* ctx, void* data, size_t size);
 
@@ -86,6 +114,8 @@ class Recorder {
   } sample_counts_;
   // Events not stored, by cause (trace::LostKind): written as lost records.
   uint64_t malformed_ = 0, gc_end_unpaired_ = 0;
+  uint64_t names_full_ = 0;  // events not recorded: a name table was full
+  uint64_t frames_not_kept_ = 0;  // frame names not kept: the table was full
   uint64_t stacks_defined_ = 0, stacks_missing_ = 0, stacks_renamed_ = 0;
   std::map<int, uint64_t> stack_errors_;  // bpf_get_stackid's errno -> how often
 
@@ -160,8 +190,13 @@ class Recorder {
   void write_sample(PendingSample* s, bool matched);
   // The trace's method id for a method (by its names), or for an unnamed one.
   uint32_t method_id(const trace::Method& m);
+  static constexpr uint32_t kMethodNotKept = UINT32_MAX;  // the method table was full
   uint32_t unknown_method();
-  uint32_t unknown_method_ = UINT32_MAX;
+  uint32_t unknown_method_ = kMethodNotKept;
+  // "[frame name not kept]": a frame whose names found a table full.
+  uint32_t not_kept_method();
+  uint32_t not_kept_method_ = kMethodNotKept;
+  uint64_t java_frames_ = 0;  // of every Java stack kept
   uint32_t vm_method(const std::string& symbol);
   // A class-table id for a class named by its text (a frame's holder).
   uint64_t klass_id_by_name(const std::string& name);
@@ -177,13 +212,15 @@ class Recorder {
   uint64_t name_delay_ns_ = 0;
   bool samples_by_end_ = true;
 
-  uint64_t text(const std::string& s) {
-    auto it = texts_.find(s);
-    if (it != texts_.end()) return it->second;
-    return texts_.emplace(s, w_->define_string(s)).first->second;
+  // A name's table id, or kNotKept when its table is full (see kMaxThreads).
+  static constexpr uint64_t kNotKept = UINT64_MAX;
+  bool room_for(size_t entries, size_t max_entries, size_t bytes) const {
+    return entries < max_entries && name_bytes_ + bytes <= kMaxNameBytes;
   }
 
-  uint32_t thread(uint32_t tid);
+  uint64_t text(const std::string& s);
+
+  uint64_t thread(uint32_t tid);
 
   // A class is its name's address and length (a HotSpot Symbol's bytes: a
   // different length at the same address is a different, later Symbol).
@@ -195,6 +232,7 @@ class Recorder {
   int stack_map_fd_ = -1;
   std::unordered_map<int64_t, CachedStack> stack_ids_;  // by the kernel's stack key (a hash of it)
   uint64_t unnamed_stacks_ = 0;  // cached stacks with a frame in JIT code the perf map did not name
+  const PinnedPid& target_;
   pid_t pid_;
   trace::TraceWriter* w_;
   std::unordered_map<uint32_t, uint32_t> threads_;
@@ -205,6 +243,9 @@ class Recorder {
   std::unordered_map<uint64_t, std::string> gc_names_;                   // vtable -> collector
   std::unordered_map<std::string, uint32_t> texts_;
   uint64_t next_gc_id_ = 0;
+  size_t name_bytes_ = 0;                // of every name kept
+  size_t stack_frames_ = 0;              // of every stack defined
+  uint64_t frame_not_kept_ = kNotKept;  // the string "[frame name not kept]", once needed
   std::function<void()> before_first_;
 };
 

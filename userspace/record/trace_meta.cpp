@@ -16,7 +16,7 @@ namespace {
 constexpr size_t kMaxCmdline = 16 << 10;
 }  // namespace
 
-TraceMeta::TraceMeta(pid_t pid, const std::string& binary, bool stock, uint64_t ring_bytes, const std::string& stacks)
+TraceMeta::TraceMeta(pid_t pid, const TargetFile& binary, bool stock, uint64_t ring_bytes, const std::string& stacks)
     : stock_(stock), region_size_(pid, binary) {
   char host[256] = "";
   gethostname(host, sizeof host - 1);
@@ -25,7 +25,7 @@ TraceMeta::TraceMeta(pid_t pid, const std::string& binary, bool stock, uint64_t 
   const size_t cmdline_bytes = cmdline.size();
   if (cmdline.size() > kMaxCmdline) cmdline.resize(kMaxCmdline);
   head_ = "jvmtrace_version=" + std::to_string(trace::kMetaVersion) + "\nmode=" + (stock ? "stock" : "usdt") +
-          "\npid=" + std::to_string(pid) + "\nbinary=" + trace::meta_escape(binary) +
+          "\npid=" + std::to_string(pid) + "\nbinary=" + trace::meta_escape(binary.shown()) +
           "\nhost=" + trace::meta_escape(host) + "\ncmdline=" + trace::meta_escape(cmdline) +
           (cmdline_bytes > kMaxCmdline ? "\ncmdline_bytes=" + std::to_string(cmdline_bytes) : std::string()) +
           "\nstart_monotonic_ns=" + std::to_string(mono0) + "\nstart_realtime_ns=" + std::to_string(real0) +

@@ -24,7 +24,7 @@ class TraceMeta {
  public:
   // Reads the JVM's command line, the host name and both clocks now (the
   // recording's start).  stock: stock mode (no probe set, no pause probes).
-  TraceMeta(pid_t pid, const std::string& binary, bool stock, uint64_t ring_bytes, const std::string& stacks);
+  TraceMeta(pid_t pid, const TargetFile& binary, bool stock, uint64_t ring_bytes, const std::string& stacks);
 
   // USDT mode, once attached: whether the pause probes are there, and the
   // probe set attached.

@@ -28,7 +28,9 @@
 #include "jvmtrace_raw.h"
 #include "jvmtrace_raw.skel.h"
 #include "process/target.h"
+#include "attach/session.h"
 #include "attach/usdt_attach.h"
+#include "base/strings.h"
 
 namespace {
 
@@ -148,17 +150,9 @@ int main(int argc, char** argv) {
     }
   }
   if (o.pid == 0) { std::fprintf(stderr, "jvmtrace-rawdump: -p PID is required\n"); usage(2); }
-  if (!jvmtrace::process_alive(o.pid)) {
-    std::fprintf(stderr, "jvmtrace-rawdump: no process with PID %d\n", o.pid);
-    return 1;
-  }
-  if (o.binary.empty()) {
-    o.binary = jvmtrace::find_libjvm(o.pid);
-    if (o.binary.empty()) {
-      std::fprintf(stderr, "jvmtrace-rawdump: PID %d is not a JVM (no libjvm.so mapped); give -b BINARY\n", o.pid);
-      return 1;
-    }
-  }
+  // The target's libjvm.so opened and checked (or -b's file), as stat and record do.
+  jvmtrace::Target target;
+  if (!jvmtrace::check_target("jvmtrace-rawdump", o.pid, o.binary, &target)) return 1;
   jvmtrace::set_libbpf_verbose(o.verbose);
 
   std::unique_ptr<jvmtrace_raw, SkelDelete> skel(jvmtrace_raw__open_and_load());
@@ -169,7 +163,7 @@ int main(int argc, char** argv) {
   }
   jvmtrace::Links links;
   std::string error;
-  if (!jvmtrace::attach_jvmtrace_usdt(skel->obj, o.pid, o.binary, &links, &error)) {
+  if (!jvmtrace::attach_jvmtrace_usdt(skel->obj, o.pid, target.binary, &links, &error)) {
     std::fprintf(stderr, "jvmtrace-rawdump: %s\n", error.c_str());
     return 1;
   }
@@ -183,7 +177,8 @@ int main(int argc, char** argv) {
   }
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
-  std::fprintf(stderr, "attached %zu probes in %s of PID %d\n", links.size(), o.binary.c_str(), o.pid);
+  std::fprintf(stderr, "attached %zu probes in %s of PID %d\n", links.size(),
+               jvmtrace::printable(target.binary.shown()).c_str(), o.pid);
 
   bool target_gone = false;
   while (!g_stop) {

@@ -31,6 +31,14 @@ constexpr char kBlockMagic[4] = {'J', 'T', 'B', 'K'};
 constexpr size_t kBlockHeaderSize = 28;
 constexpr uint32_t kMaxPayload = 16u << 20;  // a reader rejects larger blocks as corrupt
 constexpr uint64_t kMaxStackFrames = 1024;   // a reader rejects longer stack records as corrupt
+// The tables a trace may define, at most (a reader rejects more as corrupt,
+// so a crafted file cannot make it grow without bound; the recorder keeps
+// far fewer: record/recorder.h): entries per table (threads, classes,
+// strings, stacks), the bytes of every name together, and the frames of
+// every stack together.
+constexpr uint64_t kMaxTableEntries = 1u << 22;
+constexpr uint64_t kMaxTableNameBytes = 256u << 20;
+constexpr uint64_t kMaxTableFrames = 1u << 24;
 // record --block-kb's largest value: a block of that size is still one the
 // reader accepts (the writer also never lets a block grow past kMaxPayload).
 constexpr long kMaxBlockKb = kMaxPayload >> 10;
@@ -116,11 +124,17 @@ enum LostKind : uint8_t {
   kLostRingBuffer = 0,    // the kernel found the ring buffer full
   kLostMalformed = 1,     // a ring-buffer record too short or not a jt_event
   kLostGcEndUnpaired = 2, // stock mode: a GC end whose start was not seen
+  kLostNameTableFull = 3, // its thread, class or GC name would have taken the recorder's
+                          // name tables past their cap (a JVM that floods new names)
   kLostKindCount,
 };
 // Machine names ("ring_buffer_full", ...) and words for a person.
 const char* lost_kind_name(uint8_t kind);
 const char* lost_kind_text(uint8_t kind);
+// Whether a text output names this cause also when nothing was lost to it:
+// the first three always (a reader of the line need not guess), the rarer
+// ones once they happened.
+inline bool lost_kind_always_shown(uint8_t kind) { return kind <= kLostGcEndUnpaired; }
 
 // Meta values are escaped (version 2 of the meta record, jvmtrace_version=2
 // as its first line): "\\" for a backslash, "\n" for a newline, so a value

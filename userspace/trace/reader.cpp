@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -100,25 +101,27 @@ std::string TraceReader::meta_value(const std::string& key) const {
   return {};
 }
 
-// References must point at definitions made before them.
-bool TraceReader::check_record(const Record& r, std::string* why) const {
+// References must point at definitions made before them; no table may grow
+// past the format's caps (a crafted file cannot make a reader grow without
+// bound).  t: the tables' sizes so far.
+bool TraceReader::check_record(const Record& r, const TableSizes& t, std::string* why) const {
   if (r.type < JT_PROBE_COUNT) {
     const Event& e = r.event;
-    if (e.thread >= threads_.size()) {
+    if (e.thread >= t.threads) {
       *why = "an event of undefined thread index " + std::to_string(e.thread);
       return false;
     }
     const ProbeInfo& info = probe_info(e.probe);
     for (int i = 0; i < info.nargs; i++) {
-      if (info.kinds[i] == kClassId && e.a[i] >= classes_.size()) {
+      if (info.kinds[i] == kClassId && e.a[i] >= t.classes) {
         *why = "an event of undefined class id " + std::to_string(e.a[i]);
         return false;
       }
-      if (info.kinds[i] == kStringId && e.a[i] >= strings_.size()) {
+      if (info.kinds[i] == kStringId && e.a[i] >= t.strings) {
         *why = "an event of undefined string id " + std::to_string(e.a[i]);
         return false;
       }
-      if (info.kinds[i] == kJavaStackId && e.a[i] > java_stacks_.size()) {
+      if (info.kinds[i] == kJavaStackId && e.a[i] > t.java_stacks) {
         *why = "an event of undefined Java stack id " + std::to_string(e.a[i] - 1);
         return false;
       }
@@ -127,49 +130,90 @@ bool TraceReader::check_record(const Record& r, std::string* why) const {
   }
   if (r.type == kMethod) {
     const Method& m = r.method;
-    if (m.klass > classes_.size() || m.name >= strings_.size() || m.signature > strings_.size() ||
-        m.file > strings_.size()) {
+    if (m.klass > t.classes || m.name >= t.strings || m.signature > t.strings || m.file > t.strings) {
       *why = "a method of an undefined class or string";
       return false;
     }
-    if (r.id != methods_.size()) {
-      *why = "a method with id " + std::to_string(r.id) + " where " + std::to_string(methods_.size()) + " was due";
+    if (r.id != t.methods) {
+      *why = "a method with id " + std::to_string(r.id) + " where " + std::to_string(t.methods) + " was due";
+      return false;
+    }
+    if (t.methods >= kMaxTableEntries) {
+      *why = "more than " + std::to_string(kMaxTableEntries) + " methods (not a trace jvmtrace writes)";
       return false;
     }
     return true;
   }
   if (r.type == kJavaStack) {
     for (const Frame& f : r.java_frames)
-      if (f.method >= methods_.size()) {
+      if (f.method >= t.methods) {
         *why = "a Java stack frame of undefined method id " + std::to_string(f.method);
         return false;
       }
-    if (r.id != java_stacks_.size()) {
-      *why = "a Java stack with id " + std::to_string(r.id) + " where " + std::to_string(java_stacks_.size()) +
-             " was due";
+    if (r.id != t.java_stacks) {
+      *why = "a Java stack with id " + std::to_string(r.id) + " where " + std::to_string(t.java_stacks) + " was due";
+      return false;
+    }
+    if (t.java_stacks >= kMaxTableEntries || t.java_frames + r.java_frames.size() > kMaxTableFrames) {
+      *why = "more than " + std::to_string(kMaxTableEntries) + " Java stacks or " + std::to_string(kMaxTableFrames) +
+             " of their frames (not a trace jvmtrace writes)";
       return false;
     }
     return true;
   }
   if (r.type == kStack) {
     for (uint64_t f : r.frames)
-      if (f >= strings_.size()) {
+      if (f >= t.strings) {
         *why = "a stack frame of undefined string id " + std::to_string(f);
         return false;
       }
   }
-  if (r.type == kEventStack && r.id > stacks_.size()) {
+  if (r.type == kEventStack && r.id > t.stacks) {
     *why = "an event of undefined stack id " + std::to_string(r.id - 1);
     return false;
   }
-  const size_t expected = r.type == kThread ? threads_.size() : r.type == kClass ? classes_.size()
-                          : r.type == kString ? strings_.size() : r.type == kStack ? stacks_.size() : r.id;
-  if (r.type == kStack && r.id < stacks_.size()) return true;  // a rename
+  const uint64_t expected = r.type == kThread ? t.threads : r.type == kClass ? t.classes
+                            : r.type == kString ? t.strings : r.type == kStack ? t.stacks : r.id;
+  if (r.type == kStack && r.id < t.stacks) return true;  // a rename
   if (r.id != expected && (r.type == kThread || r.type == kClass || r.type == kString || r.type == kStack)) {
     *why = "a table entry with id " + std::to_string(r.id) + " where " + std::to_string(expected) + " was due";
     return false;
   }
+  if ((r.type == kThread || r.type == kClass || r.type == kString || r.type == kStack) &&
+      expected >= kMaxTableEntries) {
+    *why = "more than " + std::to_string(kMaxTableEntries) + " entries in one table (not a trace jvmtrace writes)";
+    return false;
+  }
+  if ((r.type == kThread || r.type == kClass || r.type == kString) &&
+      t.name_bytes + r.text.size() > kMaxTableNameBytes) {
+    *why = "more than " + std::to_string(kMaxTableNameBytes >> 20) + " MiB of names (not a trace jvmtrace writes)";
+    return false;
+  }
+  if (r.type == kStack && t.frames + r.frames.size() > kMaxTableFrames) {
+    *why = "more than " + std::to_string(kMaxTableFrames) + " stack frames (not a trace jvmtrace writes)";
+    return false;
+  }
   return true;
+}
+
+void TraceReader::TableSizes::add(const Record& r, const std::vector<std::vector<uint64_t>>* stacks) {
+  switch (r.type) {
+    case kThread: threads++, name_bytes += r.text.size(); break;
+    case kClass: classes++, name_bytes += r.text.size(); break;
+    case kString: strings++, name_bytes += r.text.size(); break;
+    case kStack:
+      // A rename replaces the frames it had (those of a stack defined in
+      // the same block are not known in the first pass, which then counts
+      // more frames than there are: it errs on the safe side).
+      if (r.id < this->stacks && stacks && r.id < stacks->size())
+        frames -= std::min<uint64_t>(frames, (*stacks)[r.id].size());
+      if (r.id >= this->stacks) this->stacks++;
+      frames += r.frames.size();
+      break;
+    case kMethod: methods++; break;
+    case kJavaStack: java_stacks++, java_frames += r.java_frames.size(); break;
+    default: break;
+  }
 }
 
 ReadStatus TraceReader::read(const RecordFn& fn) {
@@ -178,7 +222,7 @@ ReadStatus TraceReader::read(const RecordFn& fn) {
   uint32_t seq = 0;
   bool ended = false;
   std::vector<uint8_t> payload;
-  std::vector<Record> records;
+  Record r;  // one at a time: a block's memory is its payload, whatever its records
   BlockCodec codec;
   codec.set_version(version_);
   for (;;) {
@@ -209,63 +253,65 @@ ReadStatus TraceReader::read(const RecordFn& fn) {
     crc = crc32c(crc, payload.data(), len);
     if (crc != le32(h + 24)) return {ReadStatus::kCorrupt, offset, "block " + std::to_string(seq) + " fails its CRC32C"};
 
-    // Decode the whole block before handing out any of it.
+    // First pass: decode and check the whole block, keeping only the
+    // tables' sizes; nothing of a block that fails is handed out or kept.
+    // (Decoding each record twice keeps the memory a block costs at its
+    // payload: a 16 MiB block of two-byte records once made a reader hold
+    // eight million decoded records, 1.5 GiB.)
+    const uint8_t* const begin = payload.data();
+    const uint8_t* const end = begin + len;
+    auto decode = [&](const uint8_t** p, const TableSizes& t, std::string* why) {
+      const char* w = nullptr;
+      codec.set_threads_defined(t.threads);
+      const uint8_t* start = *p;
+      if (!codec.get(p, end, &r, &w)) {
+        *why = w;
+        return false;
+      }
+      r.bytes = static_cast<uint32_t>(*p - start);
+      r.offset = offset + kBlockHeaderSize + static_cast<uint64_t>(start - begin);
+      if (check_record(r, t, why)) return true;
+      *p = start;  // (the error names the record's first byte)
+      return false;
+    };
+    {
+      codec.reset();
+      codec.set_base_ts(le64(h + 16));
+      TableSizes t = sizes_;
+      uint32_t count = 0;
+      bool end_seen = false;
+      for (const uint8_t* p = begin; p < end;) {
+        std::string why;
+        if (count == nrecords) why = "more records than the block header says";
+        else if (decode(&p, t, &why) && r.type == kEnd && end_seen) why = "a second end record";
+        if (!why.empty())
+          return {ReadStatus::kCorrupt, offset + kBlockHeaderSize + static_cast<uint64_t>(p - begin), why};
+        end_seen |= r.type == kEnd;
+        t.add(r, &stacks_);
+        count++;
+      }
+      if (count != nrecords)
+        return {ReadStatus::kCorrupt, offset + kBlockHeaderSize + len,
+                "the block header says " + std::to_string(nrecords) + " records, the payload holds " +
+                    std::to_string(count)};
+    }
+    // Second pass: the same records again, each handed out as it is
+    // decoded, the tables holding every definition up to it.
     codec.reset();
     codec.set_base_ts(le64(h + 16));
-    records.clear();
-    const uint8_t* p = payload.data();
-    const uint8_t* end = p + len;
-    const size_t threads0 = threads_.size(), classes0 = classes_.size(), strings0 = strings_.size(),
-                 stacks0 = stacks_.size(), methods0 = methods_.size(), java_stacks0 = java_stacks_.size();
-    std::vector<std::pair<uint64_t, std::vector<uint64_t>>> renamed;  // (id, frames before) of this block's renames
-    auto bad = [&](const std::string& why) {
-      threads_.resize(threads0);  // definitions of a rejected block do not count
-      classes_.resize(classes0);
-      strings_.resize(strings0);
-      stacks_.resize(stacks0);
-      methods_.resize(methods0);
-      java_stacks_.resize(java_stacks0);
-      for (auto it = renamed.rbegin(); it != renamed.rend(); ++it) stacks_[it->first] = it->second;  // undo renames
-      return ReadStatus{ReadStatus::kCorrupt,
-                        offset + kBlockHeaderSize + static_cast<uint64_t>(p - payload.data()), why};
-    };
-    while (p < end) {
-      Record r;
-      const char* why = nullptr;
-      if (records.size() == nrecords) return bad("more records than the block header says");
-      const uint8_t* start = p;
-      codec.set_threads_defined(threads_.size());
-      if (!codec.get(&p, end, &r, &why)) return bad(why);
-      r.bytes = static_cast<uint32_t>(p - start);
-      r.offset = offset + kBlockHeaderSize + static_cast<uint64_t>(start - payload.data());
-      std::string bad_ref;
-      if (!check_record(r, &bad_ref)) return bad(bad_ref);
+    for (const uint8_t* p = begin; p < end;) {
+      std::string why;
+      decode(&p, sizes_, &why);  // (it passed above; the codec's state is the same)
+      sizes_.add(r, &stacks_);
       if (r.type == kThread) threads_.push_back({static_cast<uint32_t>(r.tid), r.text});
       else if (r.type == kClass) classes_.push_back(r.text);
       else if (r.type == kString) strings_.push_back(r.text);
-      else if (r.type == kStack && r.id < stacks_.size()) {
-        if (r.id < stacks0) renamed.emplace_back(r.id, stacks_[r.id]);
-        stacks_[r.id] = r.frames;
-      } else if (r.type == kStack) {
-        stacks_.push_back(r.frames);
-      } else if (r.type == kMethod) {
-        methods_.push_back(r.method);
-      } else if (r.type == kJavaStack) {
-        java_stacks_.push_back(r.java_frames);
-      }
-      else if (r.type == kEnd) {
-        if (ended) return bad("a second end record");
-        ended = true;
-      }
-      records.push_back(std::move(r));
-    }
-    if (records.size() != nrecords)
-      return bad("the block header says " + std::to_string(nrecords) + " records, the payload holds " +
-                 std::to_string(records.size()));
-    // Tables are complete for the whole block now; a record's callback may
-    // see definitions that follow it in the same block, which is harmless.
-    for (const Record& r : records) {
-      if (r.type == kMeta) {
+      else if (r.type == kStack && r.id < stacks_.size()) stacks_[r.id] = r.frames;
+      else if (r.type == kStack) stacks_.push_back(r.frames);
+      else if (r.type == kMethod) methods_.push_back(r.method);
+      else if (r.type == kJavaStack) java_stacks_.push_back(r.java_frames);
+      else if (r.type == kEnd) ended = true;
+      else if (r.type == kMeta) {
         meta_ = r.text;
         meta_fields_ = parse_meta(r.text);
       }

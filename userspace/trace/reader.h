@@ -40,8 +40,12 @@ class TraceReader {
   bool open_memory(const uint8_t* data, size_t size, std::string* error);
 
   // Calls fn for every record of every intact block, in file order, the
-  // tables (threads(), classes(), strings(), meta()) already holding every
-  // definition up to that record.  block_offset is the record's block.
+  // tables (threads(), classes(), strings(), meta()) holding every
+  // definition up to and including that record.  block_offset is the
+  // record's block.  A block is checked whole before any of its records is
+  // handed out, and its records are decoded one at a time (twice), so what
+  // a block costs in memory is its payload (at most kMaxPayload), and what
+  // the tables cost is bounded by the format's caps (kMaxTableEntries ...).
   using RecordFn = std::function<void(const Record& r, uint64_t block_offset)>;
   ReadStatus read(const RecordFn& fn);
 
@@ -63,7 +67,15 @@ class TraceReader {
  private:
   // Up to n bytes at the current position; fewer only at the end of input.
   size_t fetch(uint8_t* dst, size_t n);
-  bool check_record(const Record& r, std::string* why) const;
+  // The tables' sizes (entries, name bytes, stack frames), checked against
+  // the format's caps before anything is added to them.
+  struct TableSizes {
+    uint64_t threads = 0, classes = 0, strings = 0, stacks = 0, name_bytes = 0, frames = 0;
+    uint64_t methods = 0, java_stacks = 0, java_frames = 0;
+    void add(const Record& r, const std::vector<std::vector<uint64_t>>* stacks);
+  };
+  bool check_record(const Record& r, const TableSizes& t, std::string* why) const;
+  TableSizes sizes_;
 
   FILE* file_ = nullptr;
   const uint8_t* mem_ = nullptr;

@@ -1,7 +1,5 @@
 #include "trace/writer.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,78 +41,23 @@ bool write_all(int fd, const char* buf, size_t len) {
 
 }  // namespace
 
-TraceWriter::~TraceWriter() {
-  close();
-  if (dir_fd_ >= 0) ::close(dir_fd_);
-}
+TraceWriter::~TraceWriter() { close(); }
 
 bool TraceWriter::open(const std::string& path, std::string* error, bool replace) {
   return open_file(path, error, replace);
 }
 
-// Opens the directory once: every later name (segments, the temporary, the
-// rename, the removal of old segments) is taken relative to it, so a
-// directory renamed or swapped under a running recorder cannot redirect it.
+// base/new_file.h creates the file: relative to its directory, opened once
+// (segments, the temporary, the rename and old segments' removal all go
+// through it), never through a name someone planted.
 bool TraceWriter::open_file(const std::string& path, std::string* error, bool replace) {
   path_ = path;
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  name_ = slash == std::string::npos ? path : path.substr(slash + 1);
-  if (name_.empty() || name_ == "." || name_ == "..") {
-    *error = "cannot create " + path + ": not a file name";
-    return false;
-  }
-  if (dir_fd_ < 0 || dir != dir_) {
-    if (dir_fd_ >= 0) ::close(dir_fd_);
-    dir_ = dir;
-    dir_fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir_fd_ < 0) {
-      *error = "cannot create " + path + ": " + std::strerror(errno);
-      return false;
-    }
-  }
-  temp_name_.clear();
-  struct stat st;
-  if (fstatat(dir_fd_, name_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-    if (S_ISLNK(st.st_mode)) {
-      *error = "refusing to write " + path + ": it is a symbolic link (remove it, or name another file)";
-      return false;
-    }
-    if (!S_ISREG(st.st_mode)) {
-      *error = "refusing to write " + path + ": it exists and is not a regular file";
-      return false;
-    }
-    if (!replace) {
-      *error = "refusing to write " + path + ": it exists (remove it, or name another file)";
-      return false;
-    }
-    // A fresh inode beside it, renamed over it by commit(): the old file (or
-    // whatever another hard link of it is) is never written through.
-    for (int attempt = 0; attempt < 100 && fd_ < 0; attempt++) {
-      char suffix[64];
-      std::snprintf(suffix, sizeof suffix, ".%d.%llx.tmp", static_cast<int>(getpid()),
-                    static_cast<unsigned long long>(monotonic_ns() ^ (static_cast<uint64_t>(attempt) << 40)));
-      temp_name_ = "." + name_ + suffix;
-      fd_ = ::openat(dir_fd_, temp_name_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-      if (fd_ < 0 && errno != EEXIST) break;
-    }
-  } else {
-    fd_ = ::openat(dir_fd_, name_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  }
-  if (fd_ < 0) {
-    const int err = errno;
-    *error = err == EEXIST ? "refusing to write " + path + ": it appeared while being created (another recorder?)"
-             : err == ELOOP ? "refusing to write " + path + ": it is a symbolic link"
-                            : "cannot create " + (temp_name_.empty() ? path : dir_ + "/" + temp_name_) + ": " +
-                                  std::strerror(err);
-    temp_name_.clear();
-    return false;
-  }
+  if (!file_.create(path, replace, error)) return false;
   char h[kFileHeaderSize];
   std::memcpy(h, kFileMagic, 8);
   put_le32(h + 8, kVersion);
   put_le32(h + 12, 0);
-  if (!write_all(fd_, h, sizeof h)) {
+  if (!write_all(file_.fd(), h, sizeof h)) {
     *error = "cannot write " + path + ": " + std::strerror(errno);
     discard();
     return false;
@@ -122,51 +65,21 @@ bool TraceWriter::open_file(const std::string& path, std::string* error, bool re
   offset_ = kFileHeaderSize;
   codec_.reset();
   // The new name on disk before anything relies on it (an older segment's removal).
-  if (temp_name_.empty() && !sync_dir(error)) {
+  if (!file_.replacing() && !file_.sync_dir(error)) {
     discard();
     return false;
   }
   return true;
 }
 
-bool TraceWriter::sync_dir(std::string* error) {
-  const uint64_t t0 = monotonic_ns();
-  const int r = ::fsync(dir_fd_);
-  sync_ns_ += monotonic_ns() - t0;
-  if (r != 0 && errno != EINVAL) {  // EINVAL: a file system that cannot sync directories
-    *error = "syncing the directory " + dir_ + ": " + std::strerror(errno);
-    return false;
-  }
-  return true;
-}
-
-bool TraceWriter::commit(std::string* error) {
-  if (temp_name_.empty()) return true;
-  if (::renameat(dir_fd_, temp_name_.c_str(), dir_fd_, name_.c_str()) != 0) {
-    *error = "cannot replace " + path_ + ": " + std::strerror(errno);
-    return false;
-  }
-  temp_name_.clear();
-  return sync_dir(error);
-}
+bool TraceWriter::commit(std::string* error) { return file_.commit(error); }
 
 void TraceWriter::discard() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-  if (dir_fd_ >= 0) ::unlinkat(dir_fd_, temp_name_.empty() ? name_.c_str() : temp_name_.c_str(), 0);
-  temp_name_.clear();
+  file_.discard();
   if (error_.empty()) error_ = "discarded";
 }
 
-bool TraceWriter::remove_file(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  if (dir_fd_ < 0 || dir != dir_) {
-    errno = EXDEV;  // only files of the directory this writer writes into
-    return false;
-  }
-  return ::unlinkat(dir_fd_, path.c_str() + (slash == std::string::npos ? 0 : slash + 1), 0) == 0;
-}
+bool TraceWriter::remove_file(const std::string& path) { return file_.remove(path); }
 
 void TraceWriter::make_room() {
   if (records_ && payload_.size() + kMaxRecordBytes > kMaxPayload) flush();
@@ -281,7 +194,7 @@ bool TraceWriter::maybe_flush(uint64_t now_ns) {
 }
 
 bool TraceWriter::flush() {
-  if (failed() || fd_ < 0) return false;
+  if (failed() || file_.fd() < 0) return false;
   if (records_ == 0) return true;
   char h[kBlockHeaderSize];
   std::memcpy(h, kBlockMagic, 4);
@@ -295,12 +208,12 @@ bool TraceWriter::flush() {
   // Header and payload in one write: the common case leaves no half block.
   std::string block(h, sizeof h);
   block += payload_;
-  if (!write_all(fd_, block.data(), block.size())) {
+  if (!write_all(file_.fd(), block.data(), block.size())) {
     const int err = errno;
     error_ = "writing " + path_ + " failed at offset " + std::to_string(offset_) + ": " + std::strerror(err) +
              "; the trace keeps its " + std::to_string(seq_) + " complete blocks (" + std::to_string(offset_) +
              " bytes)";
-    if (ftruncate(fd_, static_cast<off_t>(offset_)) != 0) error_ += " (and cutting off the partial block failed)";
+    if (ftruncate(file_.fd(), static_cast<off_t>(offset_)) != 0) error_ += " (and cutting off the partial block failed)";
     return false;
   }
   offset_ += block.size();
@@ -321,18 +234,16 @@ bool TraceWriter::rotate(const std::string& path, uint64_t ts_ns) {
   // On disk before the caller deletes an older segment (--keep): a crash
   // must not leave neither.  The new file's name is synced by open_file().
   const uint64_t t0 = monotonic_ns();
-  const int synced = ::fdatasync(fd_);
+  const int synced = ::fdatasync(file_.fd());
   sync_ns_ += monotonic_ns() - t0;
   if (synced != 0 && errno != EINVAL) {
     error_ = "syncing " + path_ + ": " + std::strerror(errno);
     return false;
   }
-  if (::close(fd_) != 0) {
+  if (!file_.close_fd()) {
     error_ = "closing " + path_ + ": " + std::strerror(errno);
-    fd_ = -1;
     return false;
   }
-  fd_ = -1;
   earlier_bytes_ += offset_;
   seq_ = 0;
   std::string error;
@@ -378,13 +289,12 @@ bool TraceWriter::rotate(const std::string& path, uint64_t ts_ns) {
 }
 
 bool TraceWriter::close() {
-  if (fd_ < 0) return !failed();
+  if (file_.fd() < 0) return !failed();
   bool ok = flush();
-  if (::close(fd_) != 0 && ok) {
+  if (!file_.close_fd() && ok) {
     error_ = "closing " + path_ + ": " + std::strerror(errno);
     ok = false;
   }
-  fd_ = -1;
   return ok && !failed();
 }
 

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/new_file.h"
 #include "trace/codec.h"
 
 namespace jvmtrace::trace {
@@ -78,7 +79,7 @@ class TraceWriter {
   uint64_t bytes_on_disk() const { return offset_; }  // of the current file
   uint64_t bytes_total() const { return earlier_bytes_ + offset_; }
   uint64_t blocks() const { return seq_; }
-  uint64_t sync_ns() const { return sync_ns_; }  // spent in fdatasync/fsync so far
+  uint64_t sync_ns() const { return sync_ns_ + file_.sync_ns(); }  // spent in fdatasync/fsync so far
   size_t largest_payload() const { return largest_payload_; }
 
   uint64_t block_bytes = 256 << 10;
@@ -90,11 +91,9 @@ class TraceWriter {
   // into kMaxPayload: no block is ever one the reader refuses.
   void make_room();
   bool open_file(const std::string& path, std::string* error, bool replace);
-  bool sync_dir(std::string* error);
 
-  int fd_ = -1, dir_fd_ = -1;
+  NewFile file_;  // the file being written, its directory, the temporary (replace)
   std::string path_, error_, payload_;
-  std::string dir_, name_, temp_name_;  // path_'s directory and file name; the temporary (replace)
   BlockCodec codec_;
   uint32_t seq_ = 0, records_ = 0, threads_ = 0, classes_ = 0, strings_ = 0;
   uint64_t offset_ = 0, events_ = 0, lost_ = 0, block_born_ns_ = 0, earlier_bytes_ = 0, sync_ns_ = 0;
