@@ -280,10 +280,14 @@ def check_timeline_against_dump(te, path, floors=True):
     assert all(e["pid"] == pid for e in te)
     close = lambda a, b: abs(a - b) < 0.0015  # µs, printed with ns digits
 
-    # Stop-the-world pauses: one slice each, on the "GC pauses" track, with the
-    # probes' times, names and heap sizes; the collections on a track of their own.
+    # Stop-the-world pauses: one slice each, with the probes' times, names and
+    # heap sizes, on the "GC pauses" track, or inside their safepoints on the
+    # safepoint track when the trace has safepoints; the collections on a
+    # track of their own.
+    has_safepoints = any(e["probe"].startswith("safepoint__") for e in ev)
+    pause_tid = 1000000003 if has_safepoints else 1000000000
     pause_slices = {(int(e["args"]["gc_id"]), e["args"]["pause"]): e for e in te
-                    if e["ph"] == "X" and e.get("cat") == "gc" and e["tid"] == 1000000000}
+                    if e["ph"] == "X" and e.get("cat") == "gc" and e["tid"] == pause_tid}
     kinds = ["young", "full", "remark", "cleanup"]
     pstarts = {(e["args"]["gc_id"], kinds[e["args"]["kind"]]): e for e in ev if e["probe"] == "gc__pause__start"}
     pends = {(e["args"]["gc_id"], kinds[e["args"]["kind"]]): e for e in ev if e["probe"] == "gc__pause__end"}
@@ -296,8 +300,24 @@ def check_timeline_against_dump(te, path, floors=True):
         assert s["args"]["heap_used_before"] == a["args"]["heap_used"]
         assert s["args"]["heap_used_after"] == b["args"]["heap_used"]
         assert s["args"]["heap_committed_after"] == b["args"]["heap_committed"]
+    # Safepoints: a slice each, from begin to end, named by the operation.
+    sp_begin = {e["args"]["safepoint_id"]: e for e in ev if e["probe"] == "safepoint__begin"}
+    want_sp = sorted((round(us(sp_begin[e["args"]["safepoint_id"]]["ts_ns"], origin), 3),
+                      round((e["ts_ns"] - sp_begin[e["args"]["safepoint_id"]]["ts_ns"]) / 1000, 3),
+                      e["args"]["operation"], e["args"]["threads"])
+                     for e in ev if e["probe"] == "safepoint__end" and e["args"]["safepoint_id"] in sp_begin)
+    sp_slices = [e for e in te if e["ph"] == "X" and e.get("cat") == "safepoint"]
+    got_sp = sorted((round(e["ts"], 3), round(e["dur"], 3), e["args"]["operation"], e["args"]["threads"])
+                    for e in sp_slices if not e["args"].get("unfinished"))
+    assert got_sp == want_sp
+    assert all(s["name"] == f"Safepoint {s['args']['operation']}" and s["tid"] == 1000000003
+               for s in sp_slices if not s["args"].get("unfinished"))
+    # (one begun as the recording ended, at most: the JVM's exit)
+    ended = {e["args"]["safepoint_id"] for e in ev if e["probe"] == "safepoint__end"}
+    assert sorted(s["args"]["safepoint_id"] for s in sp_slices if s["args"].get("unfinished")) == \
+        sorted(i for i in sp_begin if i not in ended)
     slices = {int(e["args"]["gc_id"]): e for e in te
-              if e["ph"] == "X" and e.get("cat") == "gc" and e["tid"] != 1000000000}
+              if e["ph"] == "X" and e.get("cat") == "gc" and e["tid"] != pause_tid}
     starts = {e["args"]["gc_id"]: e for e in ev if e["probe"] == "gc__start"}
     ends = {e["args"]["gc_id"]: e for e in ev if e["probe"] == "gc__end"}
     assert set(slices) == set(starts) == set(ends) and len(slices) >= least(5)

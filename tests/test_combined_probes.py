@@ -80,7 +80,7 @@ def test_each_combined_hit_equals_the_separate_hits_it_stands_for(jdks, java_cla
     hits (thread, address, sizes, destination), and arrive before its
     gc__end."""
     proc, out = held_jvm(jdks, java_classes, gc, "AllocWorker", 5_000_000)
-    dump, derr = attach([str(RAWDUMP), "-p", str(proc.pid)], "attached 13 probes")
+    dump, derr = attach([str(RAWDUMP), "-p", str(proc.pid)], "attached 16 probes")
     try:
         release_and_wait(proc, out)
     finally:

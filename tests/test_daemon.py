@@ -199,7 +199,7 @@ def test_discover_attach_metrics_agree_with_jfr_then_detach_leaves_nothing(daemo
         fds0 = daemon.fds_baseline()
         r = daemon.client("attach", proc.pid, "--stat")
         assert r.returncode == 0 and r.stdout.startswith("ok: stat attached"), r.stdout + r.stderr
-        daemon.log.wait_for(lambda l: f"[stat {proc.pid}] Attached 6 probes (batched" in l, 30, "the stat worker to attach")
+        daemon.log.wait_for(lambda l: f"[stat {proc.pid}] Attached 7 probes (batched" in l, 30, "the stat worker to attach")
         proc.stdin.write("go\n")
         proc.stdin.flush()
         proc.out.wait_for(lambda l: l == "done", 120, "the workload")

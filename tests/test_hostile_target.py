@@ -58,7 +58,9 @@ def launch_and_attach(java, classes, iterations, tool, delay_s, workdir, held=Fa
             while not libjvm_mapped(jvm.pid) and time.monotonic() < deadline and jvm.poll() is None:
                 time.sleep(0.001)
         time.sleep(delay_s)  # the attach moment is what this test varies
-    if tool == "record":
+    if tool == "record":  # user stacks: the recorder talks to the JVM (jcmd writes its perf map)
+        cmd = [str(JVMTRACE), "record", "--stacks-from", "user", "-p", str(jvm.pid), "-o", str(out)]
+    elif tool == "record-vm":  # the VM's own stacks: the recorder reads the JVM's tables while it starts
         cmd = [str(JVMTRACE), "record", "--stacks", "-p", str(jvm.pid), "-o", str(out)]
     else:
         cmd = [str(JVMTRACE), "stat", "-p", str(jvm.pid)]
@@ -88,7 +90,7 @@ def launch_and_attach(java, classes, iterations, tool, delay_s, workdir, held=Fa
 
 
 def test_attaching_at_any_moment_of_start_up_never_harms_the_jvm(jdks17, java_classes, tmp_path):
-    """LAUNCHES JVMs, each with `record --stacks` (or `stat`) attached at a
+    """LAUNCHES JVMs, each with `record --stacks[-from user]` (or `stat`) attached at a
     random moment 0-300 ms after libjvm.so is mapped, through all of the VM's
     start-up (every twentieth at a moment 0-50 ms after exec, when it may not
     be a JVM yet): every JVM exits 0 and prints its normal output (no death by
@@ -101,13 +103,14 @@ def test_attaching_at_any_moment_of_start_up_never_harms_the_jvm(jdks17, java_cl
     assert want, "AllocWorker printed no checksum"
     seed = int(os.environ.get("JVMTRACE_SEED", str(int(time.time()))))
     rng = random.Random(seed)
-    # Mostly record --stacks (it talks to the JVM); every tenth launch is
+    # Mostly record with user stacks (it talks to the JVM) or the VM's own
+    # (it reads the VM's tables as they are set up); every tenth launch is
     # held at -XX:+PauseAtStartup while the tracer attaches: the moment
     # before HotSpot handles SIGQUIT, every time.  The moment is counted from
     # libjvm.so's mapping, not from exec: how long the launcher takes to get
     # there depends on the machine's load (a share counted from exec once
     # swung from 5% to 20% of launches under CI's load).
-    plan = [{"tool": "record" if i % 10 < 7 or i % 10 == 9 else "stat",
+    plan = [{"tool": "stat" if i % 10 in (7, 8) else "record-vm" if i % 10 in (4, 5, 6) else "record",
              "held": i % 10 == 9,
              "after_libjvm": i % 20 != 3,
              "delay_s": rng.uniform(0, 0.3) if i % 20 != 3 else rng.uniform(0, 0.05)}
@@ -184,7 +187,7 @@ def test_a_hostile_container_cannot_make_root_run_or_read_anything(jdks17, java_
         assert line.startswith("ready "), f"the JVM did not start: {line!r} {jvm.stderr.read()[-2000:]}"
         assert Path(f"/proc/{jvm.pid}/root{java_home}/bin/jcmd").read_text() == evil.read_text(), \
             "the container's jcmd is not the planted one"
-        rec = subprocess.Popen([str(JVMTRACE), "record", "--stacks", "-p", str(jvm.pid), "-o", str(out)],
+        rec = subprocess.Popen([str(JVMTRACE), "record", "--stacks-from", "user", "-p", str(jvm.pid), "-o", str(out)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # Recording has begun once the trace has its first block on disk.
         deadline = time.monotonic() + 30
@@ -263,7 +266,7 @@ def record_stacks_then_go(jvm, out):
     """`record --stacks` attached to jvm (waiting on stdin for "go"), then
     the JVM let go and both waited for: (recorder, the JVM's stdout, its
     stderr, the recorder's whole stderr)."""
-    rec = subprocess.Popen([str(JVMTRACE), "record", "--stacks", "-p", str(jvm.pid), "-o", str(out)],
+    rec = subprocess.Popen([str(JVMTRACE), "record", "--stacks-from", "user", "-p", str(jvm.pid), "-o", str(out)],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     banner = ""
     for line in rec.stderr:
@@ -344,7 +347,7 @@ def test_java_frames_are_named_for_a_jvm_in_its_own_pid_namespace(jdks17, java_c
         pid = int(children[0])
         nspids = Path(f"/proc/{pid}/status").read_text().split("NSpid:")[1].split("\n")[0].split()
         assert len(nspids) == 2 and nspids[1] != str(pid), f"not in its own PID namespace: {nspids}"
-        rec = subprocess.Popen([str(JVMTRACE), "record", "--stacks", "-p", str(pid), "-o", str(out)],
+        rec = subprocess.Popen([str(JVMTRACE), "record", "--stacks-from", "user", "-p", str(pid), "-o", str(out)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for line in rec.stderr:
             if line.startswith("Recording PID"):

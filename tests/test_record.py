@@ -297,9 +297,10 @@ def test_attach_and_detach_leave_nothing_behind(jdks, java_classes, tmp_path):
         proc.stdin.flush()
         time.sleep(1)
         # auto: the batched set (alloc__batch, plab__batch; alloc__drain loaded, attached only
-        # as the recording ends) and the GC and pause probes
+        # as the recording ends), the GC and pause probes and the safepoints'
         assert links_and_uprobes()[1] == ["alloc__batch", "alloc__drain", "gc__end", "gc__pause__end",
-                                          "gc__pause__start", "gc__start", "plab__batch"], \
+                                          "gc__pause__start", "gc__start", "plab__batch", "safepoint__begin",
+                                          "safepoint__end"], \
             "all the programs loaded while recording"
         rec.send_signal(signal.SIGINT)
         err = finish(rec)

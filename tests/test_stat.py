@@ -256,7 +256,8 @@ def test_interval_reports_grow_and_duration_stops_it(jdks, java_classes):
         LineReader(proc.stdout).wait_for(lambda l: l.startswith("ready"), 60, "ready")
         stat = subprocess.Popen([str(JVMTRACE), "stat", "-p", str(proc.pid), "--json", "-i", "1", "-d", "2.5"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        LineReader(stat.stderr).wait_for(lambda l: l.startswith("Attached 6 probes (batched"), 60, "attach")
+        # (the GC, pause and safepoint probes and the batched set)
+        LineReader(stat.stderr).wait_for(lambda l: l.startswith("Attached 7 probes (batched"), 60, "attach")
         proc.stdin.write("go\n")
         proc.stdin.flush()
         t0 = time.monotonic()
