@@ -37,6 +37,10 @@ def _root_unless_marked(request):
 # Debian 13 root build-patched-jdk.sh makes (their homes are its bin/
 # wrappers), so to jvmtrace they are JVMs in a container.
 JDK_LINES = [j for j in os.environ.get("JVMTRACE_JDKS", "17,21,25").split(",") if j]
+# The lines whose fastdebug HotSpot the tests run (test_fastdebug.py and the
+# second pass of scripts/test.sh): 17 by default; each other line's build
+# takes about an hour cold on 2 cores (docs/decisions.md, 111).
+FASTDEBUG_LINES = [j for j in os.environ.get("JVMTRACE_FASTDEBUG_JDKS", "17").split(",") if j in JDK_LINES]
 
 
 def jdk_homes(line):
@@ -119,7 +123,7 @@ def fastdebug_home_of(line):
     return Path(r.stdout.split("=", 1)[1].strip())
 
 
-@pytest.fixture(scope="session", params=JDK_LINES, ids=lambda line: f"jdk{line}")
+@pytest.fixture(scope="session", params=FASTDEBUG_LINES, ids=lambda line: f"jdk{line}")
 def fastdebug(request):
     """(release line, fastdebug JAVA_HOME) of each line in turn."""
     return request.param, fastdebug_home_of(request.param)

@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD_DIR, JDK_LINES, fastdebug_home_of
+from conftest import BUILD_DIR, FASTDEBUG_LINES, fastdebug_home_of
 from helpers import parse_all_pauses
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
@@ -42,7 +42,7 @@ RUNS = {
 }
 # On 21, ZGC's generational mode is a flag (25 has only that mode, 17 none).
 EXTRA = {"21": {"ZGC-generational": (["-XX:+UseZGC", "-XX:+ZGenerational", "-Xmx96m"], ["AllocWorker", "3000000"])}}
-CASES = [(line, run) for line in JDK_LINES for run in [*RUNS, *EXTRA.get(line, {})]]
+CASES = [(line, run) for line in FASTDEBUG_LINES for run in [*RUNS, *EXTRA.get(line, {})]]
 
 
 def record_from_start(java, flags, program, classes, out):
