@@ -227,6 +227,20 @@ def test_gcpause_stock_sees_every_gc_of_the_log(stock_home, java_classes, tmp_pa
     assert hist_total(run.trace_out, "pause_us") == len(logged)
 
 
+def test_bpftrace_tools_print_no_rlimit_memlock_error(stock_home, java_classes):
+    """bpftrace 0.17 asks for an unlimited RLIMIT_MEMLOCK and prints "ERROR:
+    Unknown error -1: couldn't set RLIMIT_MEMLOCK" where it may not raise the
+    hard limit (no CAP_SYS_RESOURCE: a container); on a kernel that charges
+    BPF memory to the cgroup (5.11 on) the limit does not matter.  A
+    newcomer's first run must not show an ERROR that is none."""
+    run = tool_run("gcpause_stock", java_cmd(stock_home, java_classes, "G1", 64, "SystemGc", 1))
+    assert run.target_rc == 0, run.target_err
+    assert "RLIMIT_MEMLOCK" not in run.trace_err and not any("RLIMIT_MEMLOCK" in l for l in run.trace_out), \
+        run.trace_err
+    assert "ERROR" not in run.trace_err, run.trace_err
+    assert len([l for l in run.trace_out if re.match(r"^\d+\s", l)]) == 1, run.trace_out  # (the tool ran)
+
+
 def test_tlabstat_stock_per_thread_equals_jfr(stock_home, java_classes, tmp_path):
     jfr = tmp_path / "rec.jfr"
     run = tool_run("tlabstat_stock", java_cmd(stock_home, java_classes, "G1", 64, "AllocWorker", 2_000_000, jfr))
