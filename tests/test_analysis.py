@@ -282,8 +282,10 @@ def check_timeline_against_dump(te, path, floors=True):
 
     # Stop-the-world pauses: one slice each, on the "GC pauses" track, with the
     # probes' times, names and heap sizes; the collections on a track of their own.
+    # (with the safepoint probes, the pauses are drawn inside their safepoints, on that track)
+    pause_tracks = (1000000000, 1000000003)
     pause_slices = {(int(e["args"]["gc_id"]), e["args"]["pause"]): e for e in te
-                    if e["ph"] == "X" and e.get("cat") == "gc" and e["tid"] == 1000000000}
+                    if e["ph"] == "X" and e.get("cat") == "gc" and e["tid"] in pause_tracks}
     kinds = ["young", "full", "remark", "cleanup"]
     pstarts = {(e["args"]["gc_id"], kinds[e["args"]["kind"]]): e for e in ev if e["probe"] == "gc__pause__start"}
     pends = {(e["args"]["gc_id"], kinds[e["args"]["kind"]]): e for e in ev if e["probe"] == "gc__pause__end"}
@@ -297,7 +299,7 @@ def check_timeline_against_dump(te, path, floors=True):
         assert s["args"]["heap_used_after"] == b["args"]["heap_used"]
         assert s["args"]["heap_committed_after"] == b["args"]["heap_committed"]
     slices = {int(e["args"]["gc_id"]): e for e in te
-              if e["ph"] == "X" and e.get("cat") == "gc" and e["tid"] != 1000000000}
+              if e["ph"] == "X" and e.get("cat") == "gc" and e["tid"] not in pause_tracks}
     starts = {e["args"]["gc_id"]: e for e in ev if e["probe"] == "gc__start"}
     ends = {e["args"]["gc_id"]: e for e in ev if e["probe"] == "gc__end"}
     assert set(slices) == set(starts) == set(ends) and len(slices) >= least(5)
