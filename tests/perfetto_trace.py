@@ -7,6 +7,7 @@ begin/end pairs per track) into Trace Event-like dicts, so that the same
 checks apply to both export formats."""
 import gzip
 import importlib
+import zlib
 import subprocess
 import sys
 import tempfile
@@ -32,12 +33,29 @@ def parse(path):
     data = Path(path).read_bytes()
     if str(path).endswith(".gz"):
         data = gzip.decompress(data)
+    return _trace(data)
+
+
+def _trace(data):
     trace = schema().Trace()
     trace.ParseFromString(data)
     # Nothing in the file that the schema does not know: every field we
     # write has the number, and wire type, of the published one.
     assert not _unknown_fields(trace), "fields outside the published schema"
     return trace
+
+
+def packets(trace):
+    """The trace's packets in order, those of a compressed_packets bundle
+    (a Trace, deflated with zlib's header, which trace_processor expands)
+    in its place, as trace_processor reads them."""
+    for p in trace.packet:
+        if p.WhichOneof("data") == "compressed_packets":
+            inner = _trace(zlib.decompress(p.compressed_packets))
+            assert not any(q.WhichOneof("data") == "compressed_packets" for q in inner.packet), "nested bundles"
+            yield from inner.packet
+        else:
+            yield p
 
 
 def _unknown_fields(msg):
@@ -71,12 +89,41 @@ def trace_events(path):
     open_slices = {}  # uuid -> stack of begin events
     events = []
     cleared = False
-    for p in trace.packet:
+    # Timestamps as trace_processor resolves them (ClockTracker): a packet's
+    # clock is its timestamp_clock_id, else the sequence's default; an
+    # incremental clock's timestamp is a delta from the last one on that
+    # clock (from its ClockSnapshot value at first); a ClockSnapshot puts
+    # its clocks' readings at one instant, and the trace's clock is BOOTTIME.
+    BOOTTIME = 6
+    default_clock = 0
+    snapshot = {}       # clock id -> its reading at the snapshot
+    incremental = {}    # clock id -> its last value, for incremental clocks
+    for p in packets(trace):
         assert p.trusted_packet_sequence_id == 1, "one sequence"
         if p.sequence_flags & pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED:
             cleared = True
             for t in names.values():
                 t.clear()
+            default_clock = 0
+        if p.HasField("trace_packet_defaults"):
+            default_clock = p.trace_packet_defaults.timestamp_clock_id
+        if p.WhichOneof("data") == "clock_snapshot":
+            snapshot = {c.clock_id: c.timestamp for c in p.clock_snapshot.clocks}
+            assert BOOTTIME in snapshot, "a snapshot without the trace's clock"
+            for c in p.clock_snapshot.clocks:
+                assert c.unit_multiplier_ns in (0, 1), "ns only"
+                assert c.is_incremental == (c.clock_id >= 64), "incremental: the sequence-scoped clocks only"
+                if c.is_incremental:
+                    incremental[c.clock_id] = c.timestamp
+            continue
+        if p.HasField("timestamp"):
+            clock = p.timestamp_clock_id or default_clock
+            if clock in incremental:
+                incremental[clock] += p.timestamp
+                t_ns = incremental[clock] - snapshot[clock] + snapshot[BOOTTIME]
+            else:
+                assert clock in (0, BOOTTIME), f"clock {clock} never described"
+                t_ns = p.timestamp
         if p.sequence_flags & pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE:
             assert cleared, "interned data used before the sequence was cleared"
         for e in p.interned_data.event_categories:
@@ -109,7 +156,7 @@ def trace_events(path):
             e = p.track_event
             assert e.track_uuid in tracks, f"an event on track {e.track_uuid}, never described"
             track = tracks[e.track_uuid]
-            ts = p.timestamp / 1000
+            ts = t_ns / 1000
             if e.type == pb.TrackEvent.TYPE_COUNTER:
                 assert track["counter"]
                 value = getattr(e, e.WhichOneof("counter_value_field"))

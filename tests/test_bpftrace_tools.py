@@ -215,16 +215,64 @@ def stock_home(request):
     return home
 
 
+GCPAUSE_STOCK_LINE = re.compile(r"^(\d+)\s+(\S.*?)\s+(\d+)$")
+
+
+def gcpause_stock_causes(out):
+    """gcpause_stock's per-collection lines -> [cause text], in order."""
+    return [m.group(2) for m in map(GCPAUSE_STOCK_LINE.match, out) if m]
+
+
 def test_gcpause_stock_sees_every_gc_of_the_log(stock_home, java_classes, tmp_path):
     log = tmp_path / "gc.log"
     run = tool_run("gcpause_stock", java_cmd(stock_home, java_classes, "G1", 64, "AllocWorker", 2_000_000,
                                               gc_log=log))
     assert run.target_rc == 0, run.target_err
-    lines = [l for l in run.trace_out if re.match(r"^\d+\s+cause#\d+\s+\d+$", l)]
+    causes = gcpause_stock_causes(run.trace_out)
     logged = parse_gc_log(log.read_text(), go_uptime_s(run.target_out))
     assert len(logged) >= 3
-    assert len(lines) == len(logged)
+    assert len(causes) == len(logged)
     assert hist_total(run.trace_out, "pause_us") == len(logged)
+    # The causes by name, the names the JVM logs (from the libjvm's own
+    # GCCause::to_string, not a table of ours): every pause's cause is among
+    # ours; only the concurrent cycles (which the log prints without a cause)
+    # are left over on our side.
+    ours, theirs = Counter(causes), Counter(c for _, _, c in logged if c)
+    assert not theirs - ours, (causes, logged)
+    assert sum((ours - theirs).values()) == sum(1 for _, _, c in logged if c is None), (causes, logged)
+    assert not any(c.startswith("cause#") for c in causes), causes
+
+
+@pytest.mark.parametrize("gc,main,args,want", [("G1", "SystemGc", (3,), "System.gc()"),
+                                               ("Parallel", "AllocWorker", (2_000_000,), "Allocation Failure")])
+def test_gcpause_stock_names_the_cause_as_the_log_does(stock_home, java_classes, tmp_path, gc, main, args, want):
+    """System.gc() and an allocation failure, by the names -Xlog:gc prints
+    for them: the names come from the JVM's libjvm.so (jvmtrace target reads
+    GCCause::to_string's table), so they are right for 17, 21 and 25 alike,
+    whose enums number the causes differently."""
+    log = tmp_path / "gc.log"
+    run = tool_run("gcpause_stock", java_cmd(stock_home, java_classes, gc, 64, main, *args, gc_log=log))
+    assert run.target_rc == 0, run.target_err
+    causes = gcpause_stock_causes(run.trace_out)
+    logged = [c for _, _, c in parse_gc_log(log.read_text(), go_uptime_s(run.target_out))]
+    assert want in logged, logged
+    assert causes == logged, (causes, logged)
+    by_cause = scalar_maps(run.trace_out)["by_cause"]
+    assert by_cause == dict(Counter(logged)), by_cause
+
+
+def test_bpftrace_tools_print_no_rlimit_memlock_error(stock_home, java_classes):
+    """bpftrace 0.17 asks for an unlimited RLIMIT_MEMLOCK and prints "ERROR:
+    Unknown error -1: couldn't set RLIMIT_MEMLOCK" where it may not raise the
+    hard limit (no CAP_SYS_RESOURCE: a container); on a kernel that charges
+    BPF memory to the cgroup (5.11 on) the limit does not matter.  A
+    newcomer's first run must not show an ERROR that is none."""
+    run = tool_run("gcpause_stock", java_cmd(stock_home, java_classes, "G1", 64, "SystemGc", 1))
+    assert run.target_rc == 0, run.target_err
+    assert "RLIMIT_MEMLOCK" not in run.trace_err and not any("RLIMIT_MEMLOCK" in l for l in run.trace_out), \
+        run.trace_err
+    assert "ERROR" not in run.trace_err, run.trace_err
+    assert len(gcpause_stock_causes(run.trace_out)) == 1, run.trace_out  # (the tool ran)
 
 
 def test_tlabstat_stock_per_thread_equals_jfr(stock_home, java_classes, tmp_path):

@@ -33,7 +33,7 @@ import pytest
 from conftest import BUILD_DIR
 from corpus import STDOUT, corpus_runs, packages as corpus_packages
 import perfetto_trace
-from test_analysis import check_timeline_against_dump
+from test_analysis import check_perfetto_compact, check_timeline_against_dump
 from helpers import ABI, REPO, SLOW_AFTER_GC, SLOW_FAILED, SLOW_OUTSIDE_TLAB, LineReader, parse_gc_log
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
@@ -377,6 +377,7 @@ def test_perfetto_timelines_equal_the_dump(run, tmp_path):
         assert r.returncode == 0, r.stderr
     check_timeline_against_dump(json.loads((tmp_path / "t.json").read_text())["traceEvents"], trace, floors=False)
     check_timeline_against_dump(perfetto_trace.trace_events(tmp_path / "t.pftrace"), trace, floors=False)
+    check_perfetto_compact(tmp_path / "t.pftrace")
 
 
 def test_report_check_passes(run):

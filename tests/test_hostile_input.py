@@ -134,6 +134,71 @@ def test_a_crafted_symbol_never_reaches_a_bpftrace_program(tmp_path):
     assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", r.stderr)
 
 
+GC_CAUSE_LIB = """
+namespace GCCause {
+enum Cause { a, b, c, d, e, f, g, h };
+const char* to_string(Cause cause);
+}
+const char* GCCause::to_string(Cause cause) {
+  switch (cause) {
+    case a: return "System.gc()";
+    case b: return "Allocation Failure";
+    case c: return THIRD;
+    case d: return "G1 Evacuation Pause";
+    case e: return "Full GC for -Xshare:dump";
+    case f: return "No GC";
+    case g: return "Ergonomics";
+    case h: return "Metadata GC Threshold";
+  }
+  return "unknown GCCause";
+}
+class GCTracer { public: void report_gc_start(int, const long&); void report_gc_end(const long&, void*); };
+void GCTracer::report_gc_start(int, const long&) {}
+void GCTracer::report_gc_end(const long&, void*) {}
+"""
+
+
+@pytest.mark.parametrize("third,flags", [('"G1 Humongous Allocation"', []),
+                                         (r'"x\"; } END { printf(\"INJECTED\"); } //"', []),
+                                         (r'"100%d"', []),
+                                         ('"G1 Humongous Allocation"', ["-fno-jump-tables"])],
+                         ids=["plain", "quote", "percent", "another-shape"])
+def test_gc_cause_names_reach_a_bpftrace_program_only_plain(tmp_path, third, flags):
+    """gcpause_stock gets the GC causes' names from the libjvm.so the target
+    maps (its GCCause::to_string, compiled here by g++ as HotSpot's is: a jump
+    table of `lea STR(%rip),%rax; ret` cases), and they go into the program
+    as string literals.  All plain: each is there, by its number.  One with a
+    quote (bpftrace code) or a '%': none is, jvmtrace target says why, and
+    the tool falls back to numbers; the text never reaches bpftrace.  Nor
+    when the function is compiled in another shape (compare-and-branch, no
+    jump table): nothing is guessed."""
+    where = tmp_path / "jdk"
+    where.mkdir()
+    (where / "lib.cpp").write_text(GC_CAUSE_LIB.replace("THIRD", third))
+    lib = where / "libjvm.so"
+    subprocess.run(["g++", "-O2", "-fPIC", *flags, "-shared", "-o", str(lib), str(where / "lib.cpp")], check=True)
+    env, seen = stand_in_bpftrace(tmp_path)
+    target = mapper(lib)
+    try:
+        r = subprocess.run([str(REPO / "scripts/jvmtrace-bt"), "gcpause_stock", str(target.pid)],
+                           capture_output=True, text=True, env=env, timeout=60)
+    finally:
+        target.kill()
+        target.wait()
+    assert r.returncode == 0, r.stdout + r.stderr
+    program = seen.read_text().split("-e\n", 1)[1]
+    names = dict(re.findall(r'@cause_name\[(\d+)\] = "([^"]*)";', program))
+    if not flags and third.startswith('"G1'):
+        assert names == {"0": "System.gc()", "1": "Allocation Failure", "2": "G1 Humongous Allocation",
+                         "3": "G1 Evacuation Pause", "4": "Full GC for -Xshare:dump", "5": "No GC",
+                         "6": "Ergonomics", "7": "Metadata GC Threshold", "4294967296": ""}, names
+        return
+    assert "INJECTED" not in program and "100%" not in program, program
+    assert names == {"4294967296": ""}, names
+    why = "is not compiled as a jump table" if flags else "cause 2 is not a plain name"
+    assert why in r.stderr and "shown by number" in r.stderr, r.stderr
+
+
 def test_jvmtrace_bt_hands_bpftrace_the_checked_file_not_a_name(tmp_path):
     """On a real (stock) JVM, the program jvmtrace-bt builds names libjvm.so
     as /proc/self/fd/3, and descriptor 3 of the bpftrace it runs is the file

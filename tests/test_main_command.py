@@ -30,13 +30,21 @@ def test_first_look_shows_every_collection_of_a_debian_program_on_debians_jdk():
     steps = [l for l in r.stderr.splitlines() if l.startswith("[demo ")]
     assert any("first result shown" in l for l in steps) and steps[-1].endswith("done (--first-look-only)"), steps
 
+    # A first run shows no error that is none (bpftrace's RLIMIT_MEMLOCK line).
+    assert "RLIMIT_MEMLOCK" not in r.stdout + r.stderr and "ERROR" not in r.stdout, r.stdout[:3000]
+
     # gcpause_stock: one line per collection; -Xlog:gc of the same run: the
-    # same GC ids (a concurrent cycle's Remark and Cleanup share its id).
-    gcs = [l for l in section(r.stdout, "scripts/jvmtrace-bt gcpause_stock") if re.match(r"\d+\s+cause#\d+\s+\d+$", l)]
+    # same GC ids (a concurrent cycle's Remark and Cleanup share its id), and
+    # every pause's cause by the name the log gives it.
+    gcs = [m for l in section(r.stdout, "scripts/jvmtrace-bt gcpause_stock")
+           for m in [re.match(r"(\d+)\s+(\S.*?)\s+(\d+)$", l)] if m]
     log = section(r.stdout, "-Xlog:gc of the same run")
     ids = {int(m.group(1)) for l in log for m in [re.search(r"GC\((\d+)\)", l)] if m}
-    assert len(ids) >= 5 and len(gcs) == len(ids), (gcs, sorted(ids))
-    assert [int(l.split()[0]) for l in gcs] == list(range(1, len(gcs) + 1))
+    assert len(ids) >= 5 and len(gcs) == len(ids), ([m.group(0) for m in gcs], sorted(ids))
+    assert [int(m.group(1)) for m in gcs] == list(range(1, len(gcs) + 1))
+    causes = {m.group(2) for m in gcs}
+    logged = {c for l in log for c in re.findall(r"Pause Young \([^)]*\) \(([^)]*)\)", l)}
+    assert logged and logged <= causes, (causes, logged)
 
     # tlabstat_stock: the per-thread refills add up to the total.
     tlab = section(r.stdout, "scripts/jvmtrace-bt tlabstat_stock")

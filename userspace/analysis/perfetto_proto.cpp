@@ -6,7 +6,10 @@
 // declares the fields used here, and the tests decode our files with it.
 #include "analysis/perfetto_proto.h"
 
+#include <zlib.h>
+
 #include <cstring>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "analysis/protobuf_writer.h"
@@ -18,10 +21,21 @@ namespace {
 // Field numbers of the published schema, by message.
 namespace Trace { constexpr uint32_t kPacket = 1; }
 namespace Packet {
-constexpr uint32_t kTimestamp = 8, kTrustedSequenceId = 10, kTrackEvent = 11, kInternedData = 12,
-                   kSequenceFlags = 13, kTrackDescriptor = 60;
+constexpr uint32_t kClockSnapshot = 6, kTimestamp = 8, kTrustedSequenceId = 10, kTrackEvent = 11,
+                   kInternedData = 12, kSequenceFlags = 13, kCompressedPackets = 50, kTimestampClockId = 58,
+                   kDefaults = 59, kTrackDescriptor = 60;
 constexpr uint64_t kIncrementalStateCleared = 1, kNeedsIncrementalState = 2;  // SequenceFlags
 }  // namespace Packet
+namespace Defaults { constexpr uint32_t kTimestampClockId = 58; }  // TracePacketDefaults
+namespace Clocks { constexpr uint32_t kClocks = 1; }                 // ClockSnapshot
+namespace Clock { constexpr uint32_t kId = 1, kTimestamp = 2, kIncremental = 3; }  // ClockSnapshot.Clock
+// BOOTTIME, the trace's own clock (BuiltinClock), and the sequence's
+// incremental clock (a sequence-scoped id, 64 to 127).
+constexpr uint64_t kBootTime = 6, kIncrementalClock = 64;
+// Packets are compressed (TracePacket.compressed_packets: a Trace of them,
+// zlib's deflate, as the tracing service writes them with compression_type
+// DEFLATE) in chunks of about this many bytes.
+constexpr size_t kChunkBytes = 1 << 20;
 namespace Event {
 constexpr uint32_t kCategoryIids = 3, kDebugAnnotations = 4, kType = 9, kNameIid = 10, kTrackUuid = 11,
                    kCounterValue = 30, kDoubleCounterValue = 44;
@@ -47,16 +61,18 @@ constexpr uint64_t kUnitSizeBytes = 3;  // CounterDescriptor.Unit
 
 // All packets are one sequence: interned names are valid across it.
 constexpr uint32_t kSequenceId = 1;
-// Track uuids: the process, its counters, then thread tracks by tid (real
-// threads and the pseudo tracks, which stay below 2^32).
+// Track uuids: the process, its counters, the real threads by the order they
+// are named in (small numbers: a varint of one or two bytes in every event),
+// then the pseudo tracks by tid (which stay below 2^32).
 constexpr uint64_t kProcessUuid = 1;
-constexpr uint64_t kFirstCounterUuid = 2;
+constexpr uint64_t kFirstCounterUuid = 2;  // up to 15 counters
+constexpr uint64_t kFirstThreadUuid = 16;
 constexpr uint64_t kThreadUuidBase = uint64_t(1) << 32;
 
 class PerfettoProto final : public TimelineSink {
  public:
-  PerfettoProto(uint64_t origin_ns, std::function<void(const std::string&)> out)
-      : origin_(origin_ns), out_(std::move(out)) {}
+  PerfettoProto(uint64_t origin_ns, std::function<void(const std::string&)> out, bool compress)
+      : origin_(origin_ns), out_(std::move(out)), compress_(compress) {}
 
   void process(uint32_t pid, const std::string& name, const std::string& labels) override {
     (void)labels;  // the command line: no field for it in ProcessDescriptor; the name says the mode
@@ -72,7 +88,7 @@ class PerfettoProto final : public TimelineSink {
   void thread(uint32_t pid, uint32_t tid, const std::string& name, int sort_index) override {
     (void)sort_index;  // the UI orders tracks itself
     ProtoMessage track;
-    track.varint(Track::kUuid, kThreadUuidBase + tid);
+    track.varint(Track::kUuid, uuid_of(tid));
     if (tid < kGcPauseTrack) {  // a real thread
       ProtoMessage t;
       t.varint(ThreadDesc::kPid, pid);
@@ -90,13 +106,13 @@ class PerfettoProto final : public TimelineSink {
              const Json& args) override {
     // Perfetto has no complete events: a begin and an end on the thread's
     // track (the end never before the begin).
-    event(from, Event::kSliceBegin, kThreadUuidBase + tid, cat, &name, &args);
-    event(to > from ? to : from, Event::kSliceEnd, kThreadUuidBase + tid, nullptr, nullptr, nullptr);
+    event(from, Event::kSliceBegin, uuid_of(tid), cat, &name, &args);
+    event(to > from ? to : from, Event::kSliceEnd, uuid_of(tid), nullptr, nullptr, nullptr);
     written_++;
   }
 
   void instant(const char* cat, const std::string& name, uint32_t tid, uint64_t ns, const Json& args) override {
-    event(ns, Event::kInstant, kThreadUuidBase + tid, cat, &name, &args);
+    event(ns, Event::kInstant, uuid_of(tid), cat, &name, &args);
     written_++;
   }
 
@@ -109,7 +125,9 @@ class PerfettoProto final : public TimelineSink {
     (void)series;  // a counter track holds one series
     auto it = counters_.find(name);
     if (it == counters_.end()) {
-      const uint64_t uuid = kFirstCounterUuid + counters_.size();
+      const uint64_t uuid = counters_.size() < kFirstThreadUuid - kFirstCounterUuid
+                                ? kFirstCounterUuid + counters_.size()
+                                : kThreadUuidBase - 1 - counters_.size();  // (more counters than expected)
       it = counters_.emplace(name, uuid).first;
       ProtoMessage track;
       track.varint(Track::kUuid, uuid);
@@ -133,9 +151,19 @@ class PerfettoProto final : public TimelineSink {
 
   void finish() override {
     if (!started_) process(0, "empty trace", "");
+    flush();
   }
 
  private:
+  // A real thread's track: the next small uuid the first time it is seen;
+  // a pseudo track (a tid from perfetto_export.h): 2^32 + its tid.
+  uint64_t uuid_of(uint32_t tid) {
+    if (tid >= kGcPauseTrack) return kThreadUuidBase + tid;
+    auto it = thread_uuids_.find(tid);
+    if (it == thread_uuids_.end()) it = thread_uuids_.emplace(tid, kFirstThreadUuid + thread_uuids_.size()).first;
+    return it->second;
+  }
+
   // A TracePacket with a TrackEvent at ns (since the origin); interned
   // names the event introduces go into the same packet.
   void event(uint64_t ns, uint64_t type, uint64_t track, const char* cat, const std::string* name,
@@ -183,9 +211,23 @@ class PerfettoProto final : public TimelineSink {
     return iid;
   }
 
+  // Timestamps are on the sequence's incremental clock (the default the
+  // first packet sets): the nanoseconds since the previous timestamped
+  // packet, a varint of two or three bytes rather than six.  A packet earlier
+  // than that one (a slice's begin, written when it ends, and whatever else
+  // the export writes late) gives its time in full, on BOOTTIME, which the
+  // first packet's ClockSnapshot sets equal to the incremental clock: what
+  // Perfetto's own SDK does with a timestamp that goes back.
   void packet(uint64_t ns, const ProtoMessage& ev, bool interning) {
     ProtoMessage p;
-    p.varint(Packet::kTimestamp, ns > origin_ ? ns - origin_ : 0);
+    const uint64_t t = ns > origin_ ? ns - origin_ : 0;
+    if (t >= clock_) {
+      p.varint(Packet::kTimestamp, t - clock_);
+      clock_ = t;
+    } else {
+      p.varint(Packet::kTimestampClockId, kBootTime);
+      p.varint(Packet::kTimestamp, t);
+    }
     p.varint(Packet::kTrustedSequenceId, kSequenceId);
     p.message(Packet::kTrackEvent, ev);
     if (!interned_.empty()) {
@@ -203,18 +245,69 @@ class PerfettoProto final : public TimelineSink {
   }
 
   void write(ProtoMessage& p, uint64_t flags) {
-    if (!started_) {  // the sequence's first packet starts its interning
-      started_ = true;
-      flags |= Packet::kIncrementalStateCleared;
-    }
+    if (!started_) start();
     if (flags) p.varint(Packet::kSequenceFlags, flags);
     ProtoMessage trace;
     trace.message(Trace::kPacket, p);
+    if (!compress_) {
+      out_(trace.data());
+      return;
+    }
+    chunk_ += trace.data();
+    if (chunk_.size() >= kChunkBytes) flush();
+  }
+
+  // The sequence's first packet: it clears (starts) its incremental state,
+  // makes the incremental clock its packets' default, and ties that clock to
+  // BOOTTIME, both at 0 (the origin).
+  void start() {
+    started_ = true;
+    ProtoMessage defaults;
+    defaults.varint(Defaults::kTimestampClockId, kIncrementalClock);
+    ProtoMessage snapshot;
+    for (uint64_t id : {kBootTime, kIncrementalClock}) {
+      ProtoMessage c;
+      c.varint(Clock::kId, id);
+      c.varint(Clock::kTimestamp, 0);
+      if (id == kIncrementalClock) c.boolean(Clock::kIncremental, true);
+      snapshot.message(Clocks::kClocks, c);
+    }
+    ProtoMessage p;
+    p.varint(Packet::kTrustedSequenceId, kSequenceId);
+    p.message(Packet::kDefaults, defaults);
+    p.message(Packet::kClockSnapshot, snapshot);
+    p.varint(Packet::kSequenceFlags, Packet::kIncrementalStateCleared);
+    ProtoMessage trace;
+    trace.message(Trace::kPacket, p);
+    if (compress_)
+      chunk_ += trace.data();
+    else
+      out_(trace.data());
+  }
+
+  // The packets kept so far, deflated into one TracePacket.
+  void flush() {
+    if (chunk_.empty()) return;
+    uLongf size = compressBound(chunk_.size());
+    std::string z(size, '\0');
+    if (compress2(reinterpret_cast<Bytef*>(z.data()), &size, reinterpret_cast<const Bytef*>(chunk_.data()),
+                  chunk_.size(), 6) != Z_OK)
+      throw std::runtime_error("zlib could not compress the trace's packets");
+    z.resize(size);
+    ProtoMessage p;
+    p.bytes(Packet::kCompressedPackets, z);
+    ProtoMessage trace;
+    trace.message(Trace::kPacket, p);
     out_(trace.data());
+    chunk_.clear();
   }
 
   uint64_t origin_;
   std::function<void(const std::string&)> out_;
+  bool compress_;
+  std::string chunk_;   // packets not yet compressed (a serialized Trace)
+  uint64_t clock_ = 0;  // the incremental clock's value: the last timestamp given as a delta
+  std::unordered_map<uint32_t, uint64_t> thread_uuids_;
   bool started_ = false;
   std::unordered_map<std::string, uint64_t> categories_, names_, annotation_names_, string_values_;
   std::unordered_map<std::string, uint64_t> counters_;  // name -> track uuid
@@ -223,8 +316,9 @@ class PerfettoProto final : public TimelineSink {
 
 }  // namespace
 
-std::unique_ptr<TimelineSink> perfetto_proto_sink(uint64_t origin_ns, std::function<void(const std::string&)> out) {
-  return std::make_unique<PerfettoProto>(origin_ns, std::move(out));
+std::unique_ptr<TimelineSink> perfetto_proto_sink(uint64_t origin_ns, std::function<void(const std::string&)> out,
+                                                  bool compress) {
+  return std::make_unique<PerfettoProto>(origin_ns, std::move(out), compress);
 }
 
 }  // namespace jvmtrace::analysis

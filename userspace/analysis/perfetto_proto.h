@@ -13,7 +13,10 @@
 namespace jvmtrace::analysis {
 
 // out receives the bytes in pieces; origin_ns is time zero (timestamps are
-// nanoseconds since it).
-std::unique_ptr<TimelineSink> perfetto_proto_sink(uint64_t origin_ns, std::function<void(const std::string&)> out);
+// nanoseconds since it).  compress: the packets go in deflated chunks
+// (TracePacket.compressed_packets, which ui.perfetto.dev and trace_processor
+// expand); false for an output that is gzipped whole.
+std::unique_ptr<TimelineSink> perfetto_proto_sink(uint64_t origin_ns, std::function<void(const std::string&)> out,
+                                                  bool compress = true);
 
 }  // namespace jvmtrace::analysis

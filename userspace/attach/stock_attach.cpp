@@ -9,6 +9,7 @@
 #include "base/strings.h"
 #include "jvmtrace_abi.h"
 #include "process/target.h"
+#include "hotspot/gc_causes.h"
 #include "hotspot/vmstructs.h"
 
 namespace jvmtrace {
@@ -61,6 +62,7 @@ bool StockTarget::prepare(pid_t pid, const TargetFile& libjvm, std::string* erro
   for (const auto& [prog, fn] : kFunctions) {
     if (syms_.function(fn, error).empty()) return false;
   }
+  if (!gc_cause_names(libjvm_, syms_, &gc_causes_, &cause_error_)) gc_causes_.clear();  // (then by number)
   return true;
 }
 

@@ -32,6 +32,12 @@ class StockTarget {
   // (G1NewTracer -> "G1New"); "" if the address is no known vtable.
   std::string gc_name(uint64_t vptr) const;
 
+  // The name of GC cause n, as this libjvm.so's own GCCause::to_string
+  // returns it (hotspot/gc_causes.h); "" if n is beyond its table or the
+  // function is of a shape jvmtrace does not read (cause_error() says why).
+  std::string gc_cause(uint64_t n) const { return n < gc_causes_.size() ? gc_causes_[n] : std::string(); }
+  const std::string& cause_error() const { return cause_error_; }
+
   // Every GC tracer class's vtable pointer as objects of it hold it in this
   // process (vtable + 16), with its collection kind (gc_kind_of).
   std::vector<std::pair<uint64_t, uint32_t>> tracer_kinds() const;
@@ -44,6 +50,8 @@ class StockTarget {
   std::string libjvm_, shown_;  // the checked file's /proc/self/fd path; how messages name it
   ElfSymbols syms_;
   uint64_t bias_ = 0;
+  std::vector<std::string> gc_causes_;
+  std::string cause_error_;
 };
 
 // HotSpot's kind of a collection by collector name (enum jvmtrace_gc_kind,

@@ -34,8 +34,9 @@ void usage(FILE* out) {
                "committed and allocation rate.  docs/analysis.md has the mapping.  Nothing leaves\n"
                "the machine: open the file in the UI yourself.\n"
                "Two formats, chosen by OUT's name (or --format):\n"
-               "  OUT.pftrace[.gz]        Perfetto's own protobuf trace: about a third of the JSON's\n"
-               "                          size, and what the UI loads fastest (recommended)\n"
+               "  OUT.pftrace[.gz]        Perfetto's own protobuf trace, its packets deflated as the\n"
+               "                          tracing service writes them (smaller than the JSON gzipped),\n"
+               "                          and what the UI loads fastest (recommended)\n"
                "  OUT.json[.gz], others   Chrome's Trace Event Format (JSON), which chrome://tracing\n"
                "                          and other tools also read\n"
                "      --perfetto          a timeline for Perfetto\n"
@@ -158,7 +159,9 @@ int export_command(int argc, char** argv) {
   std::unique_ptr<analysis::PerfettoExport> ex;
   auto start = [&](uint64_t origin) {
     auto write = [&](const std::string& s) { out.write(s); };
-    sink = proto ? analysis::perfetto_proto_sink(origin, write) : analysis::trace_event_json_sink(origin, write);
+    // (a .gz output is compressed whole: its packets are not deflated too)
+    sink = proto ? analysis::perfetto_proto_sink(origin, write, !ends_with(output, ".gz"))
+                 : analysis::trace_event_json_sink(origin, write);
     ex = std::make_unique<analysis::PerfettoExport>(reader, origin, *sink, static_cast<uint64_t>(interval * 1e9));
   };
   Progress progress("jvmtrace export", path);
@@ -182,7 +185,7 @@ int export_command(int argc, char** argv) {
     std::fprintf(stderr, "jvmtrace export: %s: %llu trace events, %llu bytes of %s%s\n", output.c_str(),
                  static_cast<unsigned long long>(sink->events_written()),
                  static_cast<unsigned long long>(out.bytes_in()), proto ? "Perfetto protobuf" : "JSON",
-                 ends_with(output, ".gz") ? " before gzip" : "");
+                 ends_with(output, ".gz") ? " before gzip" : proto ? " (packets deflated)" : "");
   return trace_end_status("jvmtrace export", path, st, "exported the intact part");
 }
 

@@ -230,6 +230,8 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
   int loaded = -1;
   if (stock) {
     const StockTarget& stock_target = bpf.stock_target();
+    if (!stock_target.cause_error().empty())  // (the trace then names causes "GCCause #N")
+      std::fprintf(stderr, "jvmtrace record: GC causes by number: %s\n", printable(stock_target.cause_error()).c_str());
     stock_skel.reset(jvmtrace_stock__open());
     if (stock_skel) {
       bpf_map__set_max_entries(stock_skel->maps.events, static_cast<uint32_t>(ring_bytes));

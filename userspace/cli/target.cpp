@@ -21,6 +21,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "hotspot/elf_symbols.h"
+#include "hotspot/gc_causes.h"
 #include "hotspot/vmstructs.h"
 #include "process/target.h"
 #include "process/target_file.h"
@@ -34,7 +35,7 @@ constexpr const char* kCmd = "jvmtrace target";
 void usage(FILE* out) {
   std::fprintf(out,
                "USAGE: jvmtrace target PID [--probes] [--function CLASS::METHOD]... [--field TYPE::FIELD]...\n"
-               "                           [--all-fields]\n"
+               "                           [--all-fields] [--gc-causes]\n"
                "       jvmtrace target PID --exec-fd N --same-file DEV:INO -- COMMAND [ARGS...]\n"
                "What the bpftrace tools need from PID's libjvm.so, read from the file the JVM maps (never\n"
                "a path its container controls), one line each:\n"
@@ -47,6 +48,10 @@ void usage(FILE* out) {
                "  probes jvmtrace|none         whether it declares the jvmtrace USDT probes\n"
                "  function CLASS::METHOD SYM   the mangled symbol of that C++ function\n"
                "  field TYPE::FIELD OFFSET     a field's offset, from the JVM's gHotSpotVMStructs\n"
+               "  gccause N NAME               with --gc-causes: GC cause N's name, as this libjvm.so's own\n"
+               "                               GCCause::to_string returns it (one line per cause); or\n"
+               "  gccauses unknown             when that function is not of the shape jvmtrace reads\n"
+               "                               (said on stderr; the tools then show causes by number)\n"
                "A symbol that is not [A-Za-z0-9_]+ is refused (exit 1): a library that names its\n"
                "functions so is not HotSpot's, and its text must not reach a bpftrace program.\n"
                "With --exec-fd, runs COMMAND with that file open as descriptor N (so /proc/self/fd/N\n"
@@ -67,13 +72,14 @@ bool plain_qualified(const std::string& s) {
 
 int target_command(int argc, char** argv) {
   std::vector<std::string> functions, fields;
-  bool all_fields = false, probes = false;
+  bool all_fields = false, probes = false, gc_causes = false;
   long exec_fd = -1;
   std::string same_file;
   static const option longopts[] = {{"function", required_argument, nullptr, 'f'},
                                     {"field", required_argument, nullptr, 'F'},
                                     {"all-fields", no_argument, nullptr, 'A'},
                                     {"probes", no_argument, nullptr, 'P'},
+                                    {"gc-causes", no_argument, nullptr, 'G'},
                                     {"exec-fd", required_argument, nullptr, 'e'},
                                     {"same-file", required_argument, nullptr, 's'},
                                     {"help", no_argument, nullptr, 'h'},
@@ -98,6 +104,7 @@ int target_command(int argc, char** argv) {
         break;
       case 'A': all_fields = true; break;
       case 'P': probes = true; break;
+      case 'G': gc_causes = true; break;
       case 'e':
         if (!parse_long(optarg, 3, 255, &exec_fd)) {
           std::fprintf(stderr, "%s: --exec-fd takes a descriptor number from 3 to 255, not '%s'\n", kCmd,
@@ -191,7 +198,7 @@ int target_command(int argc, char** argv) {
   if (probes) std::printf("probes %s\n", has_usdt_provider(lib.path(), "jvmtrace") ? "jvmtrace" : "none");
   const std::string shown = printable(lib.shown());
   ElfSymbols syms;
-  if ((!functions.empty() || !fields.empty() || all_fields) && !syms.load(lib.path(), &error, true, shown)) {
+  if ((!functions.empty() || !fields.empty() || all_fields || gc_causes) && !syms.load(lib.path(), &error, true, shown)) {
     std::fprintf(stderr, "%s: %s\n", kCmd, error.c_str());
     return 1;
   }
@@ -227,6 +234,15 @@ int target_command(int argc, char** argv) {
         return 1;
       }
       std::printf("field %s %" PRIu64 "\n", f.c_str(), it->second);
+    }
+  }
+  if (gc_causes) {
+    std::vector<std::string> names;
+    if (gc_cause_names(lib.path(), syms, &names, &error)) {
+      for (size_t n = 0; n < names.size(); n++) std::printf("gccause %zu %s\n", n, names[n].c_str());
+    } else {
+      std::fprintf(stderr, "%s: %s: %s; GC causes are shown by number\n", kCmd, shown.c_str(), error.c_str());
+      std::printf("gccauses unknown\n");
     }
   }
   return 0;

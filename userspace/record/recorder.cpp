@@ -527,7 +527,10 @@ bool Recorder::stock_gc(const jt_event& k, trace::Event* e) {
   }
   e->a[0] = id;
   e->a[1] = text(name->second);
-  e->a[2] = text("GCCause #" + std::to_string(cause));
+  // The cause's name as this libjvm.so prints it (its GCCause::to_string's
+  // table, read by StockTarget), else its number in this build's enum.
+  const std::string cause_name = stock_->gc_cause(cause);
+  e->a[2] = text(cause_name.empty() ? "GCCause #" + std::to_string(cause) : cause_name);
   e->a[3] = gc_kind_of(name->second);
   e->a[4] = e->a[5] = 0;
   return true;
