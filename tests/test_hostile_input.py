@@ -109,14 +109,11 @@ def stand_in_bpftrace(where):
     return {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "JVMTRACE": str(JVMTRACE)}, seen
 
 
-def test_a_crafted_symbol_never_reaches_a_bpftrace_program(tmp_path):
-    """jvmtrace-bt replaces @SYM:GCTracer::report_gc_start@ with the mangled
-    name found in the target's libjvm.so.  A library whose symbol carries
-    bpftrace text is refused with a clear error, and bpftrace (a stand-in
-    here, which writes down what it was given) never runs.  The old script
-    took the name from `nm` unchecked: the stand-in got
-    `uprobe:...:_ZN8GCTracer15report_gc_startE45a{printf("INJECTED\\n");exit()}kprobe:vfs_read`."""
-    lib = crafted_libjvm(tmp_path / "jdk")
+
+def gcpause_stock_on_a_mapper(lib, tmp_path):
+    """jvmtrace-bt gcpause_stock on a process that maps lib, with a stand-in
+    bpftrace that keeps the program it was given: (the run, the file the
+    stand-in wrote, which exists only if it ran)."""
     env, seen = stand_in_bpftrace(tmp_path)
     target = mapper(lib)
     try:
@@ -125,6 +122,17 @@ def test_a_crafted_symbol_never_reaches_a_bpftrace_program(tmp_path):
     finally:
         target.kill()
         target.wait()
+    return r, seen
+
+def test_a_crafted_symbol_never_reaches_a_bpftrace_program(tmp_path):
+    """jvmtrace-bt replaces @SYM:GCTracer::report_gc_start@ with the mangled
+    name found in the target's libjvm.so.  A library whose symbol carries
+    bpftrace text is refused with a clear error, and bpftrace (a stand-in
+    here, which writes down what it was given) never runs.  The old script
+    took the name from `nm` unchecked: the stand-in got
+    `uprobe:...:_ZN8GCTracer15report_gc_startE45a{printf("INJECTED\\n");exit()}kprobe:vfs_read`."""
+    lib = crafted_libjvm(tmp_path / "jdk")
+    r, seen = gcpause_stock_on_a_mapper(lib, tmp_path)
     program = seen.read_text() if seen.exists() else ""
     assert "INJECTED" not in program, f"the library's text reached bpftrace's program:\n{program}"
     assert not seen.exists(), f"bpftrace ran although a symbol was refused:\n{program}"
@@ -177,14 +185,7 @@ def test_gc_cause_names_reach_a_bpftrace_program_only_plain(tmp_path, third, fla
     (where / "lib.cpp").write_text(GC_CAUSE_LIB.replace("THIRD", third))
     lib = where / "libjvm.so"
     subprocess.run(["g++", "-O2", "-fPIC", *flags, "-shared", "-o", str(lib), str(where / "lib.cpp")], check=True)
-    env, seen = stand_in_bpftrace(tmp_path)
-    target = mapper(lib)
-    try:
-        r = subprocess.run([str(REPO / "scripts/jvmtrace-bt"), "gcpause_stock", str(target.pid)],
-                           capture_output=True, text=True, env=env, timeout=60)
-    finally:
-        target.kill()
-        target.wait()
+    r, seen = gcpause_stock_on_a_mapper(lib, tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     program = seen.read_text().split("-e\n", 1)[1]
     names = dict(re.findall(r'@cause_name\[(\d+)\] = "([^"]*)";', program))

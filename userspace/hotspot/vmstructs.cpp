@@ -15,6 +15,30 @@ bool read_u64(pid_t pid, uint64_t addr, uint64_t* v) {
   return true;
 }
 
+// The globals libjvm.so exports to describe one of its tables (the table's
+// address first, its entries' stride second, then the fields' offsets in an
+// entry), read from the target; false with *error if one is missing or
+// unreadable, or the table is not set up yet.
+template <size_t N>
+bool read_table_globals(pid_t pid, const ElfSymbols& libjvm, uint64_t bias, const char* const (&names)[N],
+                        uint64_t (&out)[N], std::string* error) {
+  for (size_t i = 0; i < N; i++) {
+    const uint64_t addr = libjvm.value(names[i]);
+    if (!addr) {
+      *error = std::string("libjvm.so exports no ") + names[i] + ": not a HotSpot";
+      return false;
+    }
+    if (!read_u64(pid, bias + addr, &out[i])) {
+      *error = std::string("cannot read ") + names[i] + " in PID " + std::to_string(pid);
+      return false;
+    }
+  }
+  if (!out[0] || !out[1] || out[1] > 4096) {
+    *error = std::string(names[0]) + " is not set up yet in PID " + std::to_string(pid) + " (JVM still starting?)";
+    return false;
+  }
+  return true;
+}
 }  // namespace
 
 bool read_vmstructs(pid_t pid, const ElfSymbols& libjvm, uint64_t bias, std::map<std::string, uint64_t>* fields,
@@ -24,22 +48,8 @@ bool read_vmstructs(pid_t pid, const ElfSymbols& libjvm, uint64_t bias, std::map
       "gHotSpotVMStructEntryFieldNameOffset", "gHotSpotVMStructEntryIsStaticOffset",
       "gHotSpotVMStructEntryOffsetOffset"};
   uint64_t g[6];
-  for (int i = 0; i < 6; i++) {
-    const uint64_t addr = libjvm.value(kNeed[i]);
-    if (!addr) {
-      *error = std::string("libjvm.so exports no ") + kNeed[i] + ": not a HotSpot";
-      return false;
-    }
-    if (!read_u64(pid, bias + addr, &g[i])) {
-      *error = std::string("cannot read ") + kNeed[i] + " in PID " + std::to_string(pid);
-      return false;
-    }
-  }
+  if (!read_table_globals(pid, libjvm, bias, kNeed, g, error)) return false;
   const uint64_t table = g[0], stride = g[1];
-  if (!table || !stride || stride > 4096) {
-    *error = "gHotSpotVMStructs is not set up yet in PID " + std::to_string(pid) + " (JVM still starting?)";
-    return false;
-  }
   for (uint64_t i = 0; i < 100000; i++) {
     const uint64_t e = table + i * stride;
     uint64_t tname_ptr, fname_ptr, offset;
@@ -62,22 +72,8 @@ bool read_vmtypes(pid_t pid, const ElfSymbols& libjvm, uint64_t bias, std::map<s
   static const char* const kNeed[] = {"gHotSpotVMTypes", "gHotSpotVMTypeEntryArrayStride",
                                       "gHotSpotVMTypeEntryTypeNameOffset", "gHotSpotVMTypeEntrySizeOffset"};
   uint64_t g[4];
-  for (int i = 0; i < 4; i++) {
-    const uint64_t addr = libjvm.value(kNeed[i]);
-    if (!addr) {
-      *error = std::string("libjvm.so exports no ") + kNeed[i] + ": not a HotSpot";
-      return false;
-    }
-    if (!read_u64(pid, bias + addr, &g[i])) {
-      *error = std::string("cannot read ") + kNeed[i] + " in PID " + std::to_string(pid);
-      return false;
-    }
-  }
+  if (!read_table_globals(pid, libjvm, bias, kNeed, g, error)) return false;
   const uint64_t table = g[0], stride = g[1];
-  if (!table || !stride || stride > 4096) {
-    *error = "gHotSpotVMTypes is not set up yet in PID " + std::to_string(pid) + " (JVM still starting?)";
-    return false;
-  }
   for (uint64_t i = 0; i < 100000; i++) {
     const uint64_t e = table + i * stride;
     uint64_t tname_ptr, size;
