@@ -124,7 +124,9 @@ def test_fixture_stream_is_exact_under_four_threads(usdt_fixture, tmp_path, prob
     assert (end["events"], end["lost"], end["reason"]) == (threads * len(expected), 0, "target exited")
     assert recs[-1]["status"] == "complete"
     rep = json.loads(jvmtrace("report", "--json", out).stdout)
-    assert rep["events_by_probe"] == {p: threads * n for p, n in Counter(p for p, _ in expected).items()}
+    # (the probes the fixture fires only with --vm-probes are there with 0)
+    assert {p: n for p, n in rep["events_by_probe"].items() if n} == \
+        {p: threads * n for p, n in Counter(p for p, _ in expected).items()}
     assert rep["slow_path_outcomes"] == {
         name: threads * sum(1 for i in range(rounds) if i % 6 == o)
         for o, name in enumerate(["failed", "new_tlab", "outside_tlab", "new_tlab_after_gc",
