@@ -12,6 +12,7 @@
 #include <functional>
 
 #include "base/strings.h"
+#include "process/target.h"
 #include "daemon/listen.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
@@ -48,6 +49,8 @@ void Daemon::reload() {
   c_.max_disk_mb = n.max_disk_mb;
   c_.keep = n.keep;
   c_.verbose = n.verbose;
+  c_.application = n.application;
+  c_.metrics_full = n.metrics_full;
   log_line("info", "reloaded: auto-stat %s, stat-interval %g s, segment-mb %s, keep %ld", c_.auto_stat ? "on" : "off",
            c_.stat_interval, c_.segment_mb.empty() ? "-" : c_.segment_mb.c_str(), c_.keep);
   if (newly_auto)
@@ -62,7 +65,11 @@ void Daemon::reload() {
 }
 
 bool Daemon::start() {
-  std::string error;
+  std::string error, stat;
+  if (read_proc_file("/proc/stat", &stat)) {
+    const size_t at = stat.find("\nbtime ");
+    if (at != std::string::npos) boot_time_ = std::strtod(stat.c_str() + at + 7, nullptr);
+  }
   if (!trace_dir_.open(c_.trace_dir, &error)) {
     log_line("error", "%s", error.c_str());
     return false;
@@ -326,7 +333,7 @@ std::string Daemon::act(uint64_t client, const Request& r) {
 std::string Daemon::attach(uint64_t client, pid_t pid, const std::string& what, double seconds, bool may_wait) {
   auto now_or_log = [&](const std::string& reply) {
     if (client) return reply + "\n";
-    log_line("warn", "%s", reply.c_str());
+    log_line("warn", "auto-stat of PID %d: %s", pid, reply.c_str());
     return std::string();
   };
   auto j = scanner_.jvms().find(pid);
@@ -339,9 +346,11 @@ std::string Daemon::attach(uint64_t client, pid_t pid, const std::string& what, 
     return now_or_log("error: PID " + std::to_string(pid) + " is not a JVM this daemon has found");
   }
   const Worker::Kind kind = what == "stat" ? Worker::kStat : Worker::kRecord;
-  if (workers_.size() >= static_cast<size_t>(c_.max_workers))
+  if (workers_.size() >= static_cast<size_t>(c_.max_workers)) {
+    attaches_refused_max_workers_++;
     return now_or_log("error: " + std::to_string(workers_.size()) + " attachments already (max-workers " +
                       std::to_string(c_.max_workers) + "): detach one first");
+  }
   for (auto& w : workers_)
     if (w->target() == pid && w->kind() == kind && !w->stopping)
       return now_or_log("error: " + what + (pending_.attaching(w->pid()) ? " is being attached to PID " : " is already attached to PID ") +
@@ -357,7 +366,16 @@ std::string Daemon::attach(uint64_t client, pid_t pid, const std::string& what, 
   if (kind == Worker::kStat) {
     char iv[32];
     std::snprintf(iv, sizeof iv, "%g", c_.stat_interval);
-    args = {"stat", "-p", std::to_string(pid), "--prometheus", "-i", iv};
+    args = {"stat", "-p", std::to_string(pid), c_.metrics_full ? "--prometheus-full" : "--prometheus", "-i", iv};
+    // The JVM's identity, fixed for its life: the target's text, escaped
+    // for the exposition format (the scanner made it printable()).
+    const JvmProcess& jp = j->second;
+    // -Djvmtrace.app=NAME, else --application, else the main class.
+    const std::string& app =
+        jp.application_set || c_.application.empty() ? jp.application : c_.application;
+    w->identity = "application=\"" + prometheus_label_value(app) + "\",container=\"" +
+                  prometheus_label_value(jp.container) + "\"";
+    w->jvm_start_time = boot_time_ + static_cast<double>(jp.start_time) / static_cast<double>(sysconf(_SC_CLK_TCK));
   } else {
     w->trace_path = trace_dir_.path() + "/" + new_trace_stem(trace_dir_, workers_, pid) + ".jvmtrace";
     args = {"record", "-q", "-p", std::to_string(pid), "-o", w->trace_path};
@@ -440,9 +458,22 @@ std::string Daemon::metrics_text() {
       std::to_string(scanner_.jvms().size() - patched) + "\n"
       "# HELP jvmtraced_attachments attachments (worker processes) by kind\n# TYPE jvmtraced_attachments gauge\n"
       "jvmtraced_attachments{kind=\"stat\"} " + std::to_string(stats) + "\njvmtraced_attachments{kind=\"record\"} " +
-      std::to_string(records) + "\n");
-  for (auto& w : workers_)
-    if (w->kind() == Worker::kStat && !w->metrics().empty()) blocks.push_back(w->metrics());
+      std::to_string(records) + "\n"
+      "# HELP jvmtraced_attaches_refused_total attaches refused because max-workers were running (JVMs not served)\n"
+      "# TYPE jvmtraced_attaches_refused_total counter\n"
+      "jvmtraced_attaches_refused_total{reason=\"max_workers\"} " + std::to_string(attaches_refused_max_workers_) +
+      "\n");
+  std::string starts =
+      "# HELP jvmtrace_jvm_start_time_seconds when the JVM started, seconds since the epoch\n"
+      "# TYPE jvmtrace_jvm_start_time_seconds gauge\n";
+  for (auto& w : workers_) {
+    if (w->kind() != Worker::kStat || w->metrics().empty()) continue;
+    blocks.push_back(with_labels(w->metrics(), w->identity));
+    char v[64];
+    std::snprintf(v, sizeof v, "%.2f", w->jvm_start_time);
+    starts += "jvmtrace_jvm_start_time_seconds{" + w->identity + ",pid=\"" + std::to_string(w->target()) + "\"} " + v + "\n";
+  }
+  blocks.push_back(starts);
   return merge_exposition(blocks);
 }
 

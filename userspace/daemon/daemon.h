@@ -137,6 +137,8 @@ class Daemon {
     for (const auto& [id, c] : clients_) n += c.control == control;
     return n;
   }
+  uint64_t attaches_refused_max_workers_ = 0;  // jvmtraced_attaches_refused_total
+  double boot_time_ = 0;                      // /proc/stat btime: JVM start times from ticks since boot
   uint64_t next_client_ = 1;  // 0 is "nobody" (PendingReplies)
   double started_ = now_s();
 };
