@@ -44,8 +44,8 @@ def test_fixture_counts_and_histograms_are_exact_under_four_threads(usdt_fixture
     for outcomes 1 and 3 only; plab__batch: three records a round) and
     batched (alloc__batch, one record a round, in batches of 1 or 100)."""
     threads, rounds = 4, 5000
-    banner = {"batched": "Attached 6 probes (batched", "combined": "Attached 6 probes (combined",
-              "separate": "Attached 10 probes (separate"}[probe_set]
+    banner = {"batched": "Attached 7 probes (batched", "combined": "Attached 7 probes (combined",
+              "separate": "Attached 11 probes (separate"}[probe_set]
     run, r = stat_run([str(usdt_fixture), "--wait-for", "stdin", "--real-tid", "--threads", str(threads),
                        "--rounds", str(rounds), "--batch", str(batch)], "-b", str(usdt_fixture),
                       "--probe-set", probe_set, attached=banner)
@@ -140,7 +140,7 @@ def test_per_cpu_copies_are_summed(usdt_fixture):
         stat = subprocess.Popen([str(JVMTRACE), "stat", "-p", str(pid), "--json", "-b", str(usdt_fixture),
                                  "--probe-set", "separate"],  # a refill every round
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        LineReader(stat.stderr).wait_for(lambda l: l.startswith("Attached 10 probes"), 60, "attach")
+        LineReader(stat.stderr).wait_for(lambda l: l.startswith("Attached 11 probes"), 60, "attach")
         fx.stdin.write("go\n")
         fx.stdin.close()
         fx_out.wait_for(lambda l: l.startswith("fired"), 120, "the fixture to fire")
@@ -148,7 +148,7 @@ def test_per_cpu_copies_are_summed(usdt_fixture):
         assert ran_on == cpus[:threads], ran_on
         # The fixture lingers: the maps hold their final figures.
         maps = bpf_maps_of(stat.pid)
-        counters = maps[(6, 8, 27)]     # BPF_MAP_TYPE_PERCPU_ARRAY, u64, JT_COUNTER_COUNT
+        counters = maps[(6, 8, 30)]     # BPF_MAP_TYPE_PERCPU_ARRAY, u64, JT_COUNTER_COUNT
         classes = maps[(5, 40, 16384)]  # BPF_MAP_TYPE_PERCPU_HASH, jt_class_val
         refills = [int.from_bytes(v, "little") for v in percpu_values(counters, [0, 0, 0, 0])]
         assert [refills[c] for c in cpus[:threads]] == [rounds] * threads, refills
@@ -257,7 +257,7 @@ def test_interval_reports_grow_and_duration_stops_it(jdks, java_classes):
         LineReader(proc.stdout).wait_for(lambda l: l.startswith("ready"), 60, "ready")
         stat = subprocess.Popen([str(JVMTRACE), "stat", "-p", str(proc.pid), "--json", "-i", "1", "-d", "2.5"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        LineReader(stat.stderr).wait_for(lambda l: l.startswith("Attached 6 probes (batched"), 60, "attach")
+        LineReader(stat.stderr).wait_for(lambda l: l.startswith("Attached 7 probes (batched"), 60, "attach")
         proc.stdin.write("go\n")
         proc.stdin.flush()
         t0 = time.monotonic()
