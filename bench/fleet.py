@@ -122,6 +122,7 @@ def main():
     home = a.java_home or subprocess.run([str(REPO / "scripts/build-patched-jdk.sh"), "--print", "--jdk", "17",
                                           "--variant", "patched"], capture_output=True, text=True,
                                          check=True).stdout.split("=", 1)[1].strip()
+    worker_comm = Path(a.worker or "jvmtrace").name[:15]  # as ps shows it
     tmp = Path(tempfile.mkdtemp(prefix="jvmtrace-fleet-"))
     classes = tmp / "classes"
     subprocess.run([f"{home}/bin/javac", "-d", str(classes), str(REPO / "tests/java/AllocWorker.java"),
@@ -174,9 +175,9 @@ def main():
         if len(attached) < a.jvms:
             sys.exit(f"only {len(attached)} of {a.jvms} JVMs attached in 600 s")
         attach_s = sorted(attached[p.pid] - found[p.pid] for p, _, _ in jvms)
-        maps_kib = sorted(bpf_map_kib(w) for w in [pid for pid, comm in children(daemon.pid) if comm == "jvmtrace"])
-        workers = [pid for pid, comm in children(daemon.pid) if comm == "jvmtrace"]
-        scanners = [pid for pid, comm in children(daemon.pid) if comm != "jvmtrace"]
+        maps_kib = sorted(bpf_map_kib(w) for w in [pid for pid, comm in children(daemon.pid) if comm == worker_comm])
+        workers = [pid for pid, comm in children(daemon.pid) if comm == worker_comm]
+        scanners = [pid for pid, comm in children(daemon.pid) if comm != worker_comm]
         watched = [daemon.pid, *workers]
         attach_cpu = sorted(cpu_s(w) for w in workers)  # each worker's CPU so far: its attach, mostly
         cpu0 = {p: cpu_s(p) for p in watched}
