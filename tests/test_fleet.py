@@ -137,9 +137,11 @@ def test_exposition_passes_promtool_with_identity_labels_and_few_series(tmp_path
     `promtool check metrics` says nothing (base units, _total counters, help
     texts), also with --metrics-full.  Each JVM carries application (from
     -Djvmtrace.app, escaped: quotes, a backslash and a newline in it; else its
-    main class), container (a 64-hex-digit id in its cgroup path, as docker
-    names it; "" when there is none) and pid labels, its start time as a
-    gauge, and at most 60 series by default."""
+    main class; the second daemon sets --application), container (a
+    64-hex-digit id in its cgroup path, as docker names it; "" when there is
+    none) and pid labels, its start time as a gauge, and by default 14
+    counters, the start time and 13 series per pause kind it has had: at most
+    67 on G1 (young, full, remark, cleanup)."""
     need_prometheus()
     cid = secrets.token_hex(32)
     cgroup = Path(f"/sys/fs/cgroup/pids/docker-{cid}.scope")
@@ -149,7 +151,9 @@ def test_exposition_passes_promtool_with_identity_labels_and_few_series(tmp_path
     try:
         for full in (False, True):
             (tmp_path / f"d{int(full)}").mkdir()
-            d = Daemon(tmp_path / f"d{int(full)}", "--auto-stat", *(["--metrics-full"] if full else []))
+            # The second daemon names JVMs without -Djvmtrace.app: --application.
+            d = Daemon(tmp_path / f"d{int(full)}", "--auto-stat",
+                       *(["--metrics-full", "--application", "fleet"] if full else []))
             try:
                 if not jvms:
                     # In the "container": the launcher joins the cgroup before it execs java.
@@ -171,11 +175,13 @@ def test_exposition_passes_promtool_with_identity_labels_and_few_series(tmp_path
                 assert rc == 0 and said == "", said
                 a, b = (series_of(m, j.pid) for j in jvms)
                 if not full:
-                    assert 20 <= len(a) <= 60 and 20 <= len(b) <= 60, (len(a), len(b))
+                    for series in (a, b):
+                        kinds = {dict(lab).get("kind") for (_, lab) in series} - {None}
+                        assert "young" in kinds and len(series) == 15 + 13 * len(kinds) <= 67, (kinds, len(series))
                 else:
                     assert len(a) > 200, len(a)
                 # Identity: every series of a JVM has the same labels.
-                for series, app, container in ((a, hostile.replace("\n", "\\x0a"), cid[:12]), (b, "AllocWorker", "")):
+                for series, app, container in ((a, hostile.replace("\n", "\\x0a"), cid[:12]), (b, "fleet" if full else "AllocWorker", "")):
                     for (_, labels) in series:
                         lab = dict(labels)
                         assert lab["application"] == app and lab["container"] == container, lab
