@@ -69,9 +69,12 @@ class Jvm:
     """An AllocWorker JVM logging its collections (-Xlog:gc), held until "go"
     (and after its work until a line on stdin: "hold")."""
 
-    def __init__(self, home, classes, log, iterations, *jvm_opts, heap_mb=64, prefix=()):
+    def __init__(self, home, classes, log, iterations, *jvm_opts, heap_mb=64, prefix=(), jar=None):
         cmd = java_cmd(home, classes, "G1", heap_mb, "AllocWorker", iterations, "-", "hold", gc_log=log)
         cmd[1:1] = list(jvm_opts)
+        if jar:  # java ... -jar JAR ARGS instead of -cp CLASSES AllocWorker ARGS
+            at = cmd.index("-cp")
+            cmd[at:at + 3] = ["-jar", str(jar)]
         self.log = log
         self.proc = subprocess.Popen([*prefix, *cmd], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.out = LineReader(self.proc.stdout)
@@ -137,7 +140,7 @@ def test_exposition_passes_promtool_with_identity_labels_and_few_series(tmp_path
     `promtool check metrics` says nothing (base units, _total counters, help
     texts), also with --metrics-full.  Each JVM carries application (from
     -Djvmtrace.app, escaped: quotes, a backslash and a newline in it; else its
-    main class; the second daemon sets --application), container (a
+    main class or -jar file's name; the second daemon sets --application), container (a
     64-hex-digit id in its cgroup path, as docker names it; "" when there is
     none) and pid labels, its start time as a gauge, and by default 14
     counters, the start time and 13 series per pause kind it has had: at most
@@ -161,6 +164,11 @@ def test_exposition_passes_promtool_with_identity_labels_and_few_series(tmp_path
                                     f"-Djvmtrace.app={hostile}",
                                     prefix=("sh", "-c", f'echo $$ > {cgroup}/cgroup.procs && exec "$@"', "sh")))
                     jvms.append(Jvm(jdks17["stock"], java_classes, tmp_path / "b.log", 300_000))
+                    jar = tmp_path / "lib/shop-1.2.jar"
+                    jar.parent.mkdir()
+                    subprocess.run([str(Path(jdks17["patched"]) / "bin/jar"), "--create", "--file", str(jar),
+                                    "--main-class", "AllocWorker", "-C", str(java_classes), "."], check=True)
+                    jvms.append(Jvm(jdks17["stock"], java_classes, tmp_path / "c.log", 300_000, jar=jar))
                     for j in jvms:
                         j.go()
                 for j in jvms:
@@ -173,15 +181,16 @@ def test_exposition_passes_promtool_with_identity_labels_and_few_series(tmp_path
                 text, m = wait_until("both JVMs' metrics", both_served)
                 rc, said = promtool_check_metrics(text)
                 assert rc == 0 and said == "", said
-                a, b = (series_of(m, j.pid) for j in jvms)
+                a, b, c = (series_of(m, j.pid) for j in jvms)
                 if not full:
-                    for series in (a, b):
+                    for series in (a, b, c):
                         kinds = {dict(lab).get("kind") for (_, lab) in series} - {None}
                         assert "young" in kinds and len(series) == 15 + 13 * len(kinds) <= 67, (kinds, len(series))
                 else:
                     assert len(a) > 200, len(a)
                 # Identity: every series of a JVM has the same labels.
-                for series, app, container in ((a, hostile.replace("\n", "\\x0a"), cid[:12]), (b, "fleet" if full else "AllocWorker", "")):
+                for series, app, container in ((a, hostile.replace("\n", "\\x0a"), cid[:12]), (b, "fleet" if full else "AllocWorker", ""),
+                                               (c, "fleet" if full else "shop-1.2", "")):
                     for (_, labels) in series:
                         lab = dict(labels)
                         assert lab["application"] == app and lab["container"] == container, lab
