@@ -406,8 +406,9 @@ class StatSession {
   // units (seconds, bytes), counters ending _total, every sample labelled
   // with the JVM's pid and the mode; jvmtraced merges these blocks across
   // JVMs and adds the JVM's identity labels.  By default a small set a
-  // fleet can afford (about 30 series per JVM); --prometheus-full adds
-  // every counter and histogram with all its log2 buckets.
+  // fleet can afford (14 counters and 13 series per pause kind seen: 27 to
+  // 66 per JVM); --prometheus-full adds every counter and histogram with all
+  // its log2 buckets.
   void print_prometheus() {
     const std::string labels = "pid=\"" + std::to_string(o_.pid) + "\",mode=\"" + (stock_ ? "stock" : "usdt") + "\"";
     std::string s;
