@@ -193,7 +193,7 @@ def start_busy_jvm(d, jdks, java_classes, tmp_path):
 
 @pytest.fixture
 def daemon_full(tmp_path):
-    d = Daemon(tmp_path, "--metrics-full")
+    d = Daemon(tmp_path, "--metrics-full", "--metrics-linger", "2")
     yield d
     d.stop()
 
@@ -244,6 +244,10 @@ def test_discover_attach_metrics_agree_with_jfr_then_detach_leaves_nothing(daemo
             time.sleep(0.2)
         assert links_and_uprobes() == before
         assert daemon.fds_settled(fds0) == fds0, os.listdir(f"/proc/{daemon.proc.pid}/fd")
+        # Its last figures stay served for --metrics-linger (2 s here), then go.
+        deadline = time.monotonic() + 15
+        while "jvmtrace_tlab_refills_total" in daemon.metrics() and time.monotonic() < deadline:
+            time.sleep(0.2)
         assert "jvmtrace_tlab_refills_total" not in daemon.metrics()
     finally:
         proc.kill()

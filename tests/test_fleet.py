@@ -248,6 +248,36 @@ def test_max_workers_refusals_are_counted(tmp_path, jdks17, java_classes):
         d.stop()
 
 
+def test_an_exited_jvms_final_figures_stay_served_for_the_linger(tmp_path, jdks17, java_classes):
+    """With a stat interval longer than the JVM's life, the only figures are the
+    worker's final report, printed once its JVM has exited: --metrics-linger
+    serves them (they equal the JVM's -Xlog:gc), then they expire.  With
+    --metrics-linger 0 they are never served."""
+    for linger in ("3", "0"):
+        (tmp_path / linger).mkdir()
+        d = Daemon(tmp_path / linger, "--stat-interval", "60", "--metrics-linger", linger)
+        j = Jvm(jdks17["patched"], java_classes, tmp_path / linger / "gc.log", 3_000_000, heap_mb=32)
+        try:
+            attach(d, j.pid)
+            j.go()
+            logged, _, _ = j.collections()
+            assert series_of(parse_exposition(d.metrics()), j.pid) == {}  # no report yet
+            j.exit()
+            d.log.wait_for(lambda l: f"worker" in l and f"for PID {j.pid} ended" in l, 30, "the worker to end")
+            m = parse_exposition(d.metrics())
+            if linger == "0":
+                assert series_of(m, j.pid) == {}
+                continue
+            ends = [v for (n, lab), v in series_of(m, j.pid).items() if n == "jvmtrace_gc_ends_total"]
+            assert ends == [len(logged)] and len(logged) >= 3, (ends, len(logged))
+            assert any(n == "jvmtrace_jvm_start_time_seconds" for (n, _) in series_of(m, j.pid))
+            wait_until("the lingering figures to expire",
+                       lambda: series_of(parse_exposition(d.metrics()), j.pid) == {}, 10)
+        finally:
+            j.kill()
+            d.stop()
+
+
 # --- a real Prometheus --------------------------------------------------------------------------------
 
 
@@ -325,7 +355,7 @@ def test_real_prometheus_agrees_with_the_jvms_gc_logs(tmp_path, jdks17, java_cla
     - sum by (application) adds up across that JVM's restart (the JVMs of
       one application, one after the other)."""
     need_prometheus()
-    d = Daemon(tmp_path)
+    d = Daemon(tmp_path, "--metrics-linger", "1")  # (an exited JVM's last figures: 1 s, then stale)
     prom = Prometheus(tmp_path, d.port)
     jvms = []
     try:

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -51,6 +52,7 @@ void Daemon::reload() {
   c_.verbose = n.verbose;
   c_.application = n.application;
   c_.metrics_full = n.metrics_full;
+  c_.metrics_linger = n.metrics_linger;
   log_line("info", "reloaded: auto-stat %s, stat-interval %g s, segment-mb %s, keep %ld", c_.auto_stat ? "on" : "off",
            c_.stat_interval, c_.segment_mb.empty() ? "-" : c_.segment_mb.c_str(), c_.keep);
   if (newly_auto)
@@ -441,8 +443,20 @@ void Daemon::reap() {
     log_line(ok ? "info" : "warn", "%s worker %d for PID %d ended (%s%d)", kind_name(w), wpid, w.target(),
              WIFEXITED(status) ? "exit " : "signal ", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
     pending_.worker_exited(wpid, status);
+    // A stat worker that ended by itself (its JVM exited; not detached) has
+    // printed its final figures: they stay served a while.
+    if (w.kind() == Worker::kStat && ok && !w.stopping && !w.metrics().empty() && c_.metrics_linger > 0) {
+      lingering_.push_back({with_labels(w.metrics(), w.identity), start_time_line(w), now_s() + c_.metrics_linger, w.target()});
+      if (lingering_.size() > static_cast<size_t>(c_.max_workers)) lingering_.erase(lingering_.begin());
+    }
     it = workers_.erase(it);
   }
+}
+
+std::string Daemon::start_time_line(const Worker& w) {
+  char v[64];
+  std::snprintf(v, sizeof v, "%.2f", w.jvm_start_time);
+  return "jvmtrace_jvm_start_time_seconds{" + w.identity + ",pid=\"" + std::to_string(w.target()) + "\"} " + v + "\n";
 }
 
 std::string Daemon::metrics_text() {
@@ -469,9 +483,17 @@ std::string Daemon::metrics_text() {
   for (auto& w : workers_) {
     if (w->kind() != Worker::kStat || w->metrics().empty()) continue;
     blocks.push_back(with_labels(w->metrics(), w->identity));
-    char v[64];
-    std::snprintf(v, sizeof v, "%.2f", w->jvm_start_time);
-    starts += "jvmtrace_jvm_start_time_seconds{" + w->identity + ",pid=\"" + std::to_string(w->target()) + "\"} " + v + "\n";
+    starts += start_time_line(*w);
+  }
+  const double now = now_s();
+  lingering_.erase(std::remove_if(lingering_.begin(), lingering_.end(), [&](const Lingering& l) { return now >= l.until; }),
+                   lingering_.end());
+  for (const Lingering& l : lingering_) {
+    bool live = false;
+    for (auto& w : workers_) live |= w->kind() == Worker::kStat && w->target() == l.target && !w->metrics().empty();
+    if (live) continue;
+    blocks.push_back(l.block);
+    starts += l.start_time;
   }
   blocks.push_back(starts);
   return merge_exposition(blocks);
