@@ -13,10 +13,10 @@
 #include <functional>
 
 #include "base/strings.h"
-#include "process/target.h"
 #include "daemon/listen.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
+#include "process/target.h"
 
 namespace jvmtrace {
 
@@ -446,6 +446,10 @@ void Daemon::reap() {
     // A stat worker that ended by itself (its JVM exited; not detached) has
     // printed its final figures: they stay served a while.
     if (w.kind() == Worker::kStat && ok && !w.stopping && !w.metrics().empty() && c_.metrics_linger > 0) {
+      const pid_t target = w.target();  // (an earlier JVM of this PID lingering: replaced)
+      lingering_.erase(std::remove_if(lingering_.begin(), lingering_.end(),
+                                      [&](const Lingering& l) { return l.target == target; }),
+                       lingering_.end());
       lingering_.push_back({with_labels(w.metrics(), w.identity), start_time_line(w), now_s() + c_.metrics_linger, w.target()});
       if (lingering_.size() > static_cast<size_t>(c_.max_workers)) lingering_.erase(lingering_.begin());
     }
