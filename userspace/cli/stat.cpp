@@ -107,14 +107,6 @@ constexpr bool default_counter(int c) {
          c == JT_C_OUTSIDE_ALLOCS || c == JT_C_OUTSIDE_BYTES || c == JT_C_GC_STARTS || c == JT_C_GC_ENDS ||
          c == JT_C_PAUSES || c == JT_C_PLABS || c == JT_C_PLAB_BYTES || c == JT_C_SAFEPOINTS || c == JT_C_SAFEPOINT_NS;
 }
-struct DefaultCounters {
-  bool v[JT_COUNTER_COUNT];
-  constexpr DefaultCounters() : v() {
-    for (int c = 0; c < JT_COUNTER_COUNT; c++) v[c] = default_counter(c);
-  }
-  constexpr bool operator[](int c) const { return v[c]; }
-};
-constexpr DefaultCounters kDefaultCounter;
 // What jvmtrace_losses_total adds up (with malformed_notices): each is a
 // figure not taken (docs/stat.md's table).
 const int kLossCounters[] = {JT_C_MAP_FULL,          JT_C_NAMES_LOST,         JT_C_GC_INFLIGHT_FULL,
@@ -422,7 +414,7 @@ class StatSession {
     uint64_t losses = malformed_notices_;
     for (int c : kLossCounters) losses += counters_[c];
     for (int c = 0; c < JT_COUNTER_COUNT; c++) {
-      if (!o_.prometheus_full && !kDefaultCounter[c]) continue;
+      if (!o_.prometheus_full && !default_counter(c)) continue;
       if (c == JT_C_SAFEPOINT_NS) {  // the base unit: seconds
         char v[48];
         std::snprintf(v, sizeof v, "%.9f", counters_[c] / 1e9);
