@@ -34,9 +34,13 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
+/* Not preallocated either (issue 24): preallocated, threads and
+ * slow_inflight took 3.2 MB of kernel memory per traced JVM whether used or
+ * not (two thirds of a stat worker's maps); a JVM has tens of threads. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_THREADS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, struct jt_thread_val);
 } threads SEC(".maps");
@@ -67,6 +71,7 @@ struct slow_start {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_INFLIGHT);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, struct slow_start);
 } slow_inflight SEC(".maps");

@@ -16,8 +16,11 @@ tools=(build-essential cmake pkg-config help2man dpkg-dev clang llvm libclang-rt
        openjdk-17-jdk-headless python3)
 # The tests, besides: the HTML report's rendering, decoding the Perfetto
 # export with its schema, a fresh Debian 12 root for the packages' test, a FUSE
-# file system that stops answering (tests/fixtures/stall_fs.py).
-tests=(python3-pytest chromium python3-pil protobuf-compiler python3-protobuf mmdebstrap systemd-container python3-llfuse)
+# file system that stops answering (tests/fixtures/stall_fs.py), a real
+# Prometheus scraping jvmtraced and promtool checking its exposition and the
+# shipped rules (tests/test_fleet.py).
+tests=(python3-pytest chromium python3-pil protobuf-compiler python3-protobuf mmdebstrap systemd-container python3-llfuse
+       prometheus)
 runtime=("${tools[@]}" "${tests[@]}")
 # trace-demo.sh's first look: bpftrace stock tools on a Debian program on
 # Debian's JDK, before anything is built.

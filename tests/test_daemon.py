@@ -120,7 +120,9 @@ def parse_exposition(text):
             assert m, f"not an exposition sample: {line!r}"
             name, labels = m.group(1), m.group(3) or ""
             assert name.startswith(family), f"{name} outside its family {family}"
-            lab = frozenset(re.findall(r'(\w+)="([^"]*)"', labels))
+            # Label values as the format escapes them: \\, \" and \n.
+            lab = frozenset((k, re.sub(r'\\(.)', lambda e: "\n" if e.group(1) == "n" else e.group(1), v))
+                            for k, v in re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', labels))
             assert (name, lab) not in seen_samples, f"duplicate sample {line}"
             seen_samples.add((name, lab))
             samples[(name, lab)] = float(m.group(4))
@@ -189,7 +191,16 @@ def start_busy_jvm(d, jdks, java_classes, tmp_path):
     return proc
 
 
-def test_discover_attach_metrics_agree_with_jfr_then_detach_leaves_nothing(daemon, jdks, java_classes, tmp_path):
+@pytest.fixture
+def daemon_full(tmp_path):
+    d = Daemon(tmp_path, "--metrics-full", "--metrics-linger", "2")
+    yield d
+    d.stop()
+
+
+def test_discover_attach_metrics_agree_with_jfr_then_detach_leaves_nothing(daemon_full, jdks, java_classes, tmp_path):
+    """(With --metrics-full: every histogram; tests/test_fleet.py has the default set.)"""
+    daemon = daemon_full
     jfr = tmp_path / "rec.jfr"
     before = links_and_uprobes()
     proc = start_jvm(jdks["patched"], java_classes, tmp_path, 3_000_000, jfr, "hold")
@@ -209,8 +220,8 @@ def test_discover_attach_metrics_agree_with_jfr_then_detach_leaves_nothing(daemo
         logged = parse_gc_log((tmp_path / "gc.log").read_text(), go_uptime_s(proc.out.lines))
         starts = value(m, "jvmtrace_gc_starts_total", pid=pid)
         assert starts == value(m, "jvmtrace_gc_ends_total", pid=pid) == len(logged) >= 5
-        pauses = value(m, "jvmtrace_gc_pause_young_microseconds_count", pid=pid) + \
-            value(m, "jvmtrace_gc_pause_full_microseconds_count", pid=pid)
+        pauses = value(m, "jvmtrace_gc_pause_seconds_count", pid=pid, kind="young") + \
+            value(m, "jvmtrace_gc_pause_seconds_count", pid=pid, kind="full")
         assert pauses == sum(1 for _, what, _ in logged if what.startswith("Pause"))
         proc.stdin.write("exit\n")  # JFR's file is written by now; the JVM may go
         proc.stdin.flush()
@@ -225,12 +236,18 @@ def test_discover_attach_metrics_agree_with_jfr_then_detach_leaves_nothing(daemo
         assert value(m, "jvmtrace_tlab_size_bytes_bucket", pid=pid, le="+Inf") == \
             value(m, "jvmtrace_tlab_size_bytes_count", pid=pid) == value(m, "jvmtrace_tlab_refills_total", pid=pid)
         assert value(m, "jvmtrace_tlab_size_bytes_sum", pid=pid) == value(m, "jvmtrace_tlab_bytes_total", pid=pid)
+        assert value(m, "jvmtrace_gc_pause_seconds_bucket", pid=pid, kind="young", le="+Inf") == \
+            value(m, "jvmtrace_gc_pause_seconds_count", pid=pid, kind="young")
         # The JVM exited: its worker ends by itself, and nothing is left behind.
         deadline = time.monotonic() + 10
         while (links_and_uprobes() != before or daemon.fds() != fds0) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert links_and_uprobes() == before
         assert daemon.fds_settled(fds0) == fds0, os.listdir(f"/proc/{daemon.proc.pid}/fd")
+        # Its last figures stay served for --metrics-linger (2 s here), then go.
+        deadline = time.monotonic() + 15
+        while "jvmtrace_tlab_refills_total" in daemon.metrics() and time.monotonic() < deadline:
+            time.sleep(0.2)
         assert "jvmtrace_tlab_refills_total" not in daemon.metrics()
     finally:
         proc.kill()

@@ -56,3 +56,8 @@ def test_install_tree_and_systemd_unit(tmp_path):
         d.wait(20)
     for doc in ("README.md", "daemon.md", "trace-format.md", "stock-mode.md", "stat.md", "analysis.md"):
         assert next(prefix.glob(f"share/doc/*/{doc}")).stat().st_size > 1000
+    # The Prometheus rules, with their unit test, pass promtool where they are installed.
+    rules = prefix / "share/jvmtrace/prometheus"
+    r = subprocess.run(["promtool", "test", "rules", "jvmtrace-rules.test.yml"], cwd=rules, capture_output=True,
+                       text=True)
+    assert r.returncode == 0 and "SUCCESS" in r.stdout, r.stdout + r.stderr

@@ -61,7 +61,8 @@ def test_both_packages_install_trace_and_purge_cleanly_in_a_fresh_debian_root(de
     paths = {l.split()[5].lstrip(".") for l in listing.splitlines()}
     for p in ("/usr/bin/jvmtrace", "/usr/bin/jvmtraced", "/usr/bin/jvmtrace-bt", "/etc/jvmtrace/jvmtraced.conf",
               "/usr/lib/systemd/system/jvmtraced.service", "/usr/share/man/man1/jvmtrace.1.gz",
-              "/usr/share/man/man8/jvmtraced.8.gz", "/usr/share/jvmtrace/bpftrace/gcpause_stock.bt"):
+              "/usr/share/man/man8/jvmtraced.8.gz", "/usr/share/jvmtrace/bpftrace/gcpause_stock.bt",
+              "/usr/share/jvmtrace/prometheus/jvmtrace-rules.yml", "/usr/share/jvmtrace/prometheus/jvmtrace-alerts.yml"):
         assert p in paths, f"{p} not in {tools_deb.name}"
     assert not any(p.startswith("/usr/local") for p in paths)
 

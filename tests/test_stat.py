@@ -4,6 +4,7 @@ patched JVM, and clear errors on bad input."""
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -43,8 +44,8 @@ def test_fixture_counts_and_histograms_are_exact_under_four_threads(usdt_fixture
     for outcomes 1 and 3 only; plab__batch: three records a round) and
     batched (alloc__batch, one record a round, in batches of 1 or 100)."""
     threads, rounds = 4, 5000
-    banner = {"batched": "Attached 6 probes (batched", "combined": "Attached 6 probes (combined",
-              "separate": "Attached 10 probes (separate"}[probe_set]
+    banner = {"batched": "Attached 7 probes (batched", "combined": "Attached 7 probes (combined",
+              "separate": "Attached 11 probes (separate"}[probe_set]
     run, r = stat_run([str(usdt_fixture), "--wait-for", "stdin", "--real-tid", "--threads", str(threads),
                        "--rounds", str(rounds), "--batch", str(batch)], "-b", str(usdt_fixture),
                       "--probe-set", probe_set, attached=banner)
@@ -139,7 +140,7 @@ def test_per_cpu_copies_are_summed(usdt_fixture):
         stat = subprocess.Popen([str(JVMTRACE), "stat", "-p", str(pid), "--json", "-b", str(usdt_fixture),
                                  "--probe-set", "separate"],  # a refill every round
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        LineReader(stat.stderr).wait_for(lambda l: l.startswith("Attached 10 probes"), 60, "attach")
+        LineReader(stat.stderr).wait_for(lambda l: l.startswith("Attached 11 probes"), 60, "attach")
         fx.stdin.write("go\n")
         fx.stdin.close()
         fx_out.wait_for(lambda l: l.startswith("fired"), 120, "the fixture to fire")
@@ -147,7 +148,7 @@ def test_per_cpu_copies_are_summed(usdt_fixture):
         assert ran_on == cpus[:threads], ran_on
         # The fixture lingers: the maps hold their final figures.
         maps = bpf_maps_of(stat.pid)
-        counters = maps[(6, 8, 27)]     # BPF_MAP_TYPE_PERCPU_ARRAY, u64, JT_COUNTER_COUNT
+        counters = maps[(6, 8, 30)]     # BPF_MAP_TYPE_PERCPU_ARRAY, u64, JT_COUNTER_COUNT
         classes = maps[(5, 40, 16384)]  # BPF_MAP_TYPE_PERCPU_HASH, jt_class_val
         refills = [int.from_bytes(v, "little") for v in percpu_values(counters, [0, 0, 0, 0])]
         assert [refills[c] for c in cpus[:threads]] == [rounds] * threads, refills
@@ -295,11 +296,12 @@ def test_loss_counters_in_text_json_and_prometheus(usdt_fixture):
         assert h[k]["total"] == sum(i % 4 == kind for i in range(rounds)), k
     assert h["gc_concurrent_cycle"]["total"] == sum(i % 3 == 2 for i in range(rounds))
     assert h["slow_path_latency"]["total"] == c["slow_paths"] == rounds
-    for fmt, line in (("--prometheus", lambda k: f'jvmtrace_{k}_total{{pid="{{pid}}",mode="usdt"}} 0'),
+    for fmt, line in (("--prometheus-full", lambda k: f'jvmtrace_{k}_total{{pid="{{pid}}",mode="usdt"}} 0'),
+                      ("--prometheus", lambda k: 'jvmtrace_losses_total{pid="{pid}",mode="usdt"} 0'),
                       (None, lambda k: f"  {k:<24} 0")):
         run = traced_run(lambda pid: [str(JVMTRACE), "stat", "-p", str(pid), "-b", str(usdt_fixture),
                                       *([fmt] if fmt else [])], target,
-                         ready=lambda l: l.startswith("Attached 6 probes"), stderr_ready=True)
+                         ready=lambda l: re.match(r"Attached \d+ probes", l), stderr_ready=True)
         for k in LOSS_COUNTERS:
             assert line(k).replace("{pid}", str(run.pid)) in run.trace_out, (fmt, k, run.trace_out[:30])
 

@@ -8,7 +8,7 @@ import jdk.jfr.Recording;
  * JFR recording (started before the worker, stopped after it) records the
  * allocation and promotion events jvmtrace is checked against.
  *
- * args: ITERATIONS (default 2_000_000; "forever": until killed) JFR_OUT (optional: no recording if absent)
+ * args: ITERATIONS (default 2_000_000; "forever": until killed) JFR_OUT (optional: no recording if absent or "-")
  *       hold (optional): afterwards print "done" and wait for a line on stdin before exiting,
  *       so a tracer attached to the JVM can be read while it still lives
  * Prints "worker tid T" and a checksum that depends only on ITERATIONS.
@@ -45,7 +45,7 @@ public class AllocWorker {
     public static void main(String[] args) throws Exception {
         boolean forever = args.length > 0 && args[0].equals("forever");
         int iterations = forever ? 100_000_000 : args.length > 0 ? Integer.parseInt(args[0]) : 2_000_000;
-        String jfrOut = args.length > 1 ? args[1] : null;
+        String jfrOut = args.length > 1 && !args[1].equals("-") ? args[1] : null;
         if (jfrOut != null) {
             // JFR's first start initialises JFR, allocating enough to cause
             // collections that JFR itself does not record: do it before "ready",

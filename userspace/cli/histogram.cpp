@@ -57,18 +57,37 @@ Json log2_hist_json(const __u64* slots, int n, const char* unit, uint64_t diviso
 }
 
 std::string log2_hist_prometheus(const std::string& name, const std::string& labels, const __u64* slots, int n,
-                                 uint64_t divisor, uint64_t sum) {
+                                 uint64_t sum, bool seconds, const std::vector<int>& cuts) {
   std::string s;
   const std::string sep = labels.empty() ? "" : ",";
+  auto bucket = [&](const std::string& le, uint64_t count) {
+    s += name + "_bucket{" + labels + sep + "le=\"" + le + "\"} " + std::to_string(count) + "\n";
+  };
+  auto le = [&](int k) {
+    char b[48];
+    if (seconds) std::snprintf(b, sizeof b, "%.9g", static_cast<double>(uint64_t{1} << (k + 1)) / 1e6);
+    else std::snprintf(b, sizeof b, "%llu", static_cast<unsigned long long>(slot_high(k)));
+    return std::string(b);
+  };
+  // Every bound, always: a series must not come and go between scrapes.
   uint64_t cum = 0;
-  for (int k = 0; k < n; k++) {  // every slot, always: a series must not come and go between scrapes
+  size_t next_cut = 0;
+  for (int k = 0; k < n; k++) {
     cum += slots[k];
-    s += name + "_bucket{" + labels + sep + "le=\"" + std::to_string(slot_high(k) / divisor) + "\"} " +
-         std::to_string(cum) + "\n";
+    if (cuts.empty()) {
+      bucket(le(k), cum);
+    } else if (next_cut < cuts.size() && cuts[next_cut] == k) {
+      bucket(le(k), cum);
+      next_cut++;
+    }
   }
-  s += name + "_bucket{" + labels + sep + "le=\"+Inf\"} " + std::to_string(hist_total(slots, n)) + "\n";
-  s += name + "_sum{" + labels + "} " + std::to_string(sum / divisor) + "\n";
-  s += name + "_count{" + labels + "} " + std::to_string(hist_total(slots, n)) + "\n";
+  const uint64_t total = hist_total(slots, n);
+  bucket("+Inf", total);
+  char sum_text[48];
+  if (seconds) std::snprintf(sum_text, sizeof sum_text, "%.6f", static_cast<double>(sum) / 1e6);
+  else std::snprintf(sum_text, sizeof sum_text, "%llu", static_cast<unsigned long long>(sum));
+  s += name + "_sum{" + labels + "} " + sum_text + "\n";
+  s += name + "_count{" + labels + "} " + std::to_string(total) + "\n";
   return s;
 }
 

@@ -83,6 +83,36 @@ bool shown(int h, bool pauses, bool safepoints) {
 }
 static_assert(sizeof(kHists) / sizeof(*kHists) == JT_HIST_COUNT, "histogram names");
 
+// Prometheus (print_prometheus): the pause histograms as one family by kind.
+struct PauseKind {
+  int hist;
+  const char* kind;
+};
+const PauseKind kPauseKinds[] = {
+    {JT_H_PAUSE_YOUNG_US, "young"},     {JT_H_PAUSE_FULL_US, "full"},
+    {JT_H_PAUSE_REMARK_US, "remark"},   {JT_H_PAUSE_CLEANUP_US, "cleanup"},
+    {JT_H_PAUSE_CONCURRENT_US, "concurrent"}, {JT_H_PAUSE_DEGENERATED_US, "degenerated"},
+};
+bool is_pause(int h) {
+  for (const PauseKind& p : kPauseKinds)
+    if (p.hist == h) return true;
+  return false;
+}
+// The pause buckets' upper bounds, as log2 slots: slot k ends at 2^(k+1) us,
+// so 5 -> 64 us, 7 -> 256 us, ... 23 -> 16.8 s.
+const std::vector<int> kPauseCuts = {5, 7, 9, 11, 13, 15, 17, 19, 21, 23};
+// The counters a fleet gets by default; --prometheus-full adds the rest.
+constexpr bool default_counter(int c) {
+  return c == JT_C_TLAB_REFILLS || c == JT_C_TLAB_BYTES || c == JT_C_TLAB_WASTE_BYTES || c == JT_C_SLOW_PATHS ||
+         c == JT_C_OUTSIDE_ALLOCS || c == JT_C_OUTSIDE_BYTES || c == JT_C_GC_STARTS || c == JT_C_GC_ENDS ||
+         c == JT_C_PAUSES || c == JT_C_PLABS || c == JT_C_PLAB_BYTES || c == JT_C_SAFEPOINTS || c == JT_C_SAFEPOINT_NS;
+}
+// What jvmtrace_losses_total adds up (with malformed_notices): each is a
+// figure not taken (docs/stat.md's table).
+const int kLossCounters[] = {JT_C_MAP_FULL,          JT_C_NAMES_LOST,         JT_C_GC_INFLIGHT_FULL,
+                             JT_C_GC_END_UNPAIRED,   JT_C_SLOW_EXIT_UNPAIRED, JT_C_PAUSE_END_UNPAIRED,
+                             JT_C_PLAB_RECORDS_LOST, JT_C_ALLOC_RECORDS_LOST, JT_C_SAFEPOINT_OPS_FULL};
+
 struct SkelDelete {
   void operator()(jvmtrace_stat* s) const { jvmtrace_stat__destroy(s); }
 };
@@ -107,6 +137,7 @@ struct Options {
   double duration = 0;  // 0: until Ctrl-C or the target exits
   bool json = false;
   bool prometheus = false;  // the text exposition format, each report ending "# EOF"
+  bool prometheus_full = false;  // every counter and histogram (else the fleet's default set)
   bool verbose = false;
   bool slow_path = true;
   std::string mode = "auto";
@@ -123,7 +154,7 @@ void usage(FILE* out) {
   std::fprintf(out,
                "USAGE: jvmtrace stat -p PID [OPTIONS]\n"
                "       jvmtrace stat [OPTIONS] -- COMMAND [ARGS...]\n"
-               "OPTIONS: [-i SEC] [-d SEC] [--top N] [--json|--prometheus] [--mode auto|usdt|stock]\n"
+               "OPTIONS: [-i SEC] [-d SEC] [--top N] [--json|--prometheus[-full]] [--mode auto|usdt|stock]\n"
                "         [--probe-set auto|batched|combined|separate] [--no-slow-path] [--launch-timeout S] [-v]\n"
                "Aggregates a JVM's jvmtrace probes (a stock JVM: uprobes) in the kernel and prints\n"
                "log2 histograms (TLAB sizes, slow-path latency, outside-TLAB sizes, GC pauses by kind,\n"
@@ -141,7 +172,9 @@ void usage(FILE* out) {
                "  -d, --duration SEC   stop after SEC seconds (default: Ctrl-C or the JVM exits)\n"
                "      --top N          threads and classes to list (default 10)\n"
                "      --json           one JSON object per report, for machines\n"
-               "      --prometheus     each report in Prometheus' text format, ending \"# EOF\"\n"
+               "      --prometheus     each report in Prometheus' text format, ending \"# EOF\": the\n"
+               "                       default set (GC pauses by kind in 11 buckets, the main counters)\n"
+               "      --prometheus-full  the same with every counter and histogram (log2 buckets)\n"
                "      --probe-set SET  usdt: batched, one probe hit per batch of a thread's allocation slow\n"
                "                       paths (alloc__batch, up to 128) and of PLAB events (plab__batch);\n"
                "                       combined, one hit per slow path (alloc__slow); separate, the probes\n"
@@ -361,40 +394,78 @@ class StatSession {
     }
   }
 
-  // Prometheus text exposition: counters and histograms labelled with the
-  // JVM's pid and the mode; jvmtraced merges these blocks across JVMs.
+  // Prometheus text exposition (docs/daemon.md, "Metrics"): names in base
+  // units (seconds, bytes), counters ending _total, every sample labelled
+  // with the JVM's pid and the mode; jvmtraced merges these blocks across
+  // JVMs and adds the JVM's identity labels.  By default a small set a
+  // fleet can afford (14 counters and 13 series per pause kind seen: 27 to
+  // 66 per JVM); --prometheus-full adds every counter and histogram with all
+  // its log2 buckets.
   void print_prometheus() {
     const std::string labels = "pid=\"" + std::to_string(o_.pid) + "\",mode=\"" + (stock_ ? "stock" : "usdt") + "\"";
     std::string s;
+    auto family = [&](const std::string& name, const char* type, const std::string& help) {
+      s += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+    };
+    auto counter = [&](const std::string& name, const std::string& help, const std::string& v) {
+      family(name, "counter", help);
+      s += name + "{" + labels + "} " + v + "\n";
+    };
+    uint64_t losses = malformed_notices_;
+    for (int c : kLossCounters) losses += counters_[c];
     for (int c = 0; c < JT_COUNTER_COUNT; c++) {
-      const std::string name = std::string("jvmtrace_") + kCounterNames[c] + "_total";
-      s += "# HELP " + name + " jvmtrace stat counter " + kCounterNames[c] + " (docs/stat.md)\n# TYPE " + name +
-           " counter\n" + name + "{" + labels + "} " + std::to_string(counters_[c]) + "\n";
+      if (!o_.prometheus_full && !default_counter(c)) continue;
+      if (c == JT_C_SAFEPOINT_NS) {  // the base unit: seconds
+        char v[48];
+        std::snprintf(v, sizeof v, "%.9f", counters_[c] / 1e9);
+        counter("jvmtrace_safepoint_seconds_total", "time in safepoints, begin to end (docs/stat.md)", v);
+        continue;
+      }
+      counter(std::string("jvmtrace_") + kCounterNames[c] + "_total",
+              std::string("jvmtrace stat counter ") + kCounterNames[c] + " (docs/stat.md)", std::to_string(counters_[c]));
     }
-    {
-      const std::string name = std::string("jvmtrace_") + kMalformedName + "_total";
-      s += "# HELP " + name + " jvmtrace stat: kernel notices too short to read (docs/stat.md)\n# TYPE " + name +
-           " counter\n" + name + "{" + labels + "} " + std::to_string(malformed_notices_) + "\n";
+    if (o_.prometheus_full)
+      counter(std::string("jvmtrace_") + kMalformedName + "_total",
+              "jvmtrace stat: kernel notices too short to read (docs/stat.md)", std::to_string(malformed_notices_));
+    counter("jvmtrace_losses_total",
+            "figures jvmtrace could not take: the sum of the loss counters (each with --prometheus-full; docs/stat.md)",
+            std::to_string(losses));
+    // Every stop-the-world pause in one family, by kind, in a dozen buckets
+    // from 64 us to 16.8 s (x4 apart: cut from the kernel's log2 slots, so
+    // exact).  By default a kind other than young is shown once it has
+    // paused (a G1 without a concurrent cycle has no remark series).
+    family("jvmtrace_gc_pause_seconds", "histogram",
+           "stop-the-world GC pauses by kind (without pause probes: young and full collections, start to end)");
+    for (const PauseKind& p : kPauseKinds) {
+      if (!shown(p.hist, pauses_, safepoints_)) continue;
+      const uint64_t n = hist_total(hists_[p.hist].slots, JT_HIST_SLOTS);
+      if (!o_.prometheus_full && p.hist != JT_H_PAUSE_YOUNG_US && n == 0) continue;
+      s += log2_hist_prometheus("jvmtrace_gc_pause_seconds", labels + ",kind=\"" + p.kind + "\"", hists_[p.hist].slots,
+                                JT_HIST_SLOTS, hists_[p.hist].sum, true, kPauseCuts);
+    }
+    if (!o_.prometheus_full) {
+      std::fprintf(o_.out, "%s# EOF\n", s.c_str());
+      return;
     }
     for (int h = 0; h < JT_HIST_COUNT; h++) {
-      if (!shown(h, pauses_, safepoints_)) continue;
-      const std::string name = std::string("jvmtrace_") + kHists[h].name + "_" +
-                               (std::strcmp(kHists[h].unit, "usecs") == 0 ? "microseconds" : kHists[h].unit);
-      s += "# HELP " + name + " " + kHists[h].title + " (log2 buckets)\n# TYPE " + name + " histogram\n" +
-           log2_hist_prometheus(name, labels, hists_[h].slots, JT_HIST_SLOTS, kHists[h].divisor, hists_[h].sum);
+      if (!shown(h, pauses_, safepoints_) || is_pause(h)) continue;
+      const bool secs = std::strcmp(kHists[h].unit, "usecs") == 0;
+      const std::string name = std::string("jvmtrace_") + kHists[h].name + (secs ? "_seconds" : "_bytes");
+      family(name, "histogram", std::string(kHists[h].title) + " (log2 buckets)");
+      s += log2_hist_prometheus(name, labels, hists_[h].slots, JT_HIST_SLOTS, hists_[h].sum, secs);
     }
     if (safepoints_) {
-      const std::string count = "jvmtrace_safepoint_operations_total", ns = "jvmtrace_safepoint_operation_ns_total";
-      s += "# HELP " + count + " jvmtrace stat: safepoints that ended, by VM operation (docs/stat.md)\n# TYPE " + count +
-           " counter\n";
+      const std::string count = "jvmtrace_safepoint_operations_total", secs = "jvmtrace_safepoint_operation_seconds_total";
+      family(count, "counter", "jvmtrace stat: safepoints that ended, by VM operation (docs/stat.md)");
       for (const auto& r : safepoint_ops_)
         s += count + "{" + labels + ",operation=\"" + prometheus_label_value(r.operation) + "\"} " +
              std::to_string(r.v.count) + "\n";
-      s += "# HELP " + ns + " jvmtrace stat: time in safepoints (begin to end), by VM operation (docs/stat.md)\n"
-           "# TYPE " + ns + " counter\n";
-      for (const auto& r : safepoint_ops_)
-        s += ns + "{" + labels + ",operation=\"" + prometheus_label_value(r.operation) + "\"} " +
-             std::to_string(r.v.total_ns) + "\n";
+      family(secs, "counter", "jvmtrace stat: time in safepoints (begin to end), by VM operation (docs/stat.md)");
+      for (const auto& r : safepoint_ops_) {
+        char v[48];
+        std::snprintf(v, sizeof v, "%.9f", r.v.total_ns / 1e9);
+        s += secs + "{" + labels + ",operation=\"" + prometheus_label_value(r.operation) + "\"} " + v + "\n";
+      }
     }
     std::fprintf(o_.out, "%s# EOF\n", s.c_str());
   }
@@ -571,6 +642,7 @@ int stat_command(int argc, char** argv) {
       {"top", required_argument, nullptr, 't'},      {"verbose", no_argument, nullptr, 'v'},
       {"binary", required_argument, nullptr, 'b'},   {"no-slow-path", no_argument, nullptr, 's'},
       {"mode", required_argument, nullptr, 'M'},     {"prometheus", no_argument, nullptr, 'P'},
+      {"prometheus-full", no_argument, nullptr, 'F'},
       {"launch-timeout", required_argument, nullptr, 'L'},
       {"probe-set", required_argument, nullptr, 'S'},
       {"help", no_argument, nullptr, 'h'},
@@ -610,6 +682,7 @@ int stat_command(int argc, char** argv) {
       }
       case 'j': o.json = true; break;
       case 'P': o.prometheus = true; break;
+      case 'F': o.prometheus = o.prometheus_full = true; break;
       case 'b': o.binary = optarg; break;
       case 's': o.slow_path = false; break;
       case 'M':

@@ -31,6 +31,15 @@ bool apply_option(Config* c, const std::string& name, const std::string& v, std:
   else if (name == "jvmtrace") c->jvmtrace = v;
   else if (name == "metrics-port") { if (!parse_long(val, 0, 65535, &c->metrics_port)) return bad("takes 0..65535"); }
   else if (name == "auto-stat") return boolean(&c->auto_stat);
+  else if (name == "metrics-full") return boolean(&c->metrics_full);
+  else if (name == "metrics-linger") {
+    if (v == "0") c->metrics_linger = 0;
+    else if (!parse_seconds(val, &c->metrics_linger) || c->metrics_linger > 3600) return bad("takes 0 to 3600 seconds");
+  }
+  else if (name == "application") {
+    if (v.empty() || v.size() > 128 || printable(v) != v) return bad("takes a name of 1 to 128 printable bytes");
+    c->application = v;
+  }
   else if (name == "verbose") return boolean(&c->verbose);
   else if (name == "stat-interval") { if (!parse_seconds(val, &c->stat_interval)) return bad("takes a positive number of seconds"); }
   else if (name == "segment-mb") {

@@ -20,6 +20,9 @@ struct Config {
   double max_disk_mb = 0;       // cap on the trace directory (0: none)
   long keep = 0;           // record workers: newest segments kept
   long max_workers = 64;   // attachments (worker processes) at once; auto-stat's too
+  std::string application;  // the application label of JVMs without -Djvmtrace.app ("": their main class)
+  bool metrics_full = false;
+  double metrics_linger = 30;  // seconds an exited JVM's last figures stay served (0: none)  // stat workers serve every counter and histogram (--prometheus-full)
   std::string jvmtrace;  // the worker binary
   bool verbose = false;
 };

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include "daemon/listen.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
+#include "process/target.h"
 
 namespace jvmtrace {
 
@@ -48,6 +50,9 @@ void Daemon::reload() {
   c_.max_disk_mb = n.max_disk_mb;
   c_.keep = n.keep;
   c_.verbose = n.verbose;
+  c_.application = n.application;
+  c_.metrics_full = n.metrics_full;
+  c_.metrics_linger = n.metrics_linger;
   log_line("info", "reloaded: auto-stat %s, stat-interval %g s, segment-mb %s, keep %ld", c_.auto_stat ? "on" : "off",
            c_.stat_interval, c_.segment_mb.empty() ? "-" : c_.segment_mb.c_str(), c_.keep);
   if (newly_auto)
@@ -62,7 +67,11 @@ void Daemon::reload() {
 }
 
 bool Daemon::start() {
-  std::string error;
+  std::string error, stat;
+  if (read_proc_file("/proc/stat", &stat)) {
+    const size_t at = stat.find("\nbtime ");
+    if (at != std::string::npos) boot_time_ = std::strtod(stat.c_str() + at + 7, nullptr);
+  }
   if (!trace_dir_.open(c_.trace_dir, &error)) {
     log_line("error", "%s", error.c_str());
     return false;
@@ -326,7 +335,7 @@ std::string Daemon::act(uint64_t client, const Request& r) {
 std::string Daemon::attach(uint64_t client, pid_t pid, const std::string& what, double seconds, bool may_wait) {
   auto now_or_log = [&](const std::string& reply) {
     if (client) return reply + "\n";
-    log_line("warn", "%s", reply.c_str());
+    log_line("warn", "auto-stat of PID %d: %s", pid, reply.c_str());
     return std::string();
   };
   auto j = scanner_.jvms().find(pid);
@@ -339,9 +348,11 @@ std::string Daemon::attach(uint64_t client, pid_t pid, const std::string& what, 
     return now_or_log("error: PID " + std::to_string(pid) + " is not a JVM this daemon has found");
   }
   const Worker::Kind kind = what == "stat" ? Worker::kStat : Worker::kRecord;
-  if (workers_.size() >= static_cast<size_t>(c_.max_workers))
+  if (workers_.size() >= static_cast<size_t>(c_.max_workers)) {
+    attaches_refused_max_workers_++;
     return now_or_log("error: " + std::to_string(workers_.size()) + " attachments already (max-workers " +
                       std::to_string(c_.max_workers) + "): detach one first");
+  }
   for (auto& w : workers_)
     if (w->target() == pid && w->kind() == kind && !w->stopping)
       return now_or_log("error: " + what + (pending_.attaching(w->pid()) ? " is being attached to PID " : " is already attached to PID ") +
@@ -357,7 +368,16 @@ std::string Daemon::attach(uint64_t client, pid_t pid, const std::string& what, 
   if (kind == Worker::kStat) {
     char iv[32];
     std::snprintf(iv, sizeof iv, "%g", c_.stat_interval);
-    args = {"stat", "-p", std::to_string(pid), "--prometheus", "-i", iv};
+    args = {"stat", "-p", std::to_string(pid), c_.metrics_full ? "--prometheus-full" : "--prometheus", "-i", iv};
+    // The JVM's identity, fixed for its life: the target's text, escaped
+    // for the exposition format (the scanner made it printable()).
+    const JvmProcess& jp = j->second;
+    // -Djvmtrace.app=NAME, else --application, else the main class.
+    const std::string& app =
+        jp.application_set || c_.application.empty() ? jp.application : c_.application;
+    w->identity = "application=\"" + prometheus_label_value(app) + "\",container=\"" +
+                  prometheus_label_value(jp.container) + "\"";
+    w->jvm_start_time = boot_time_ + static_cast<double>(jp.start_time) / static_cast<double>(sysconf(_SC_CLK_TCK));
   } else {
     w->trace_path = trace_dir_.path() + "/" + new_trace_stem(trace_dir_, workers_, pid) + ".jvmtrace";
     args = {"record", "-q", "-p", std::to_string(pid), "-o", w->trace_path};
@@ -423,8 +443,24 @@ void Daemon::reap() {
     log_line(ok ? "info" : "warn", "%s worker %d for PID %d ended (%s%d)", kind_name(w), wpid, w.target(),
              WIFEXITED(status) ? "exit " : "signal ", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
     pending_.worker_exited(wpid, status);
+    // A stat worker that ended by itself (its JVM exited; not detached) has
+    // printed its final figures: they stay served a while.
+    if (w.kind() == Worker::kStat && ok && !w.stopping && !w.metrics().empty() && c_.metrics_linger > 0) {
+      const pid_t target = w.target();  // (an earlier JVM of this PID lingering: replaced)
+      lingering_.erase(std::remove_if(lingering_.begin(), lingering_.end(),
+                                      [&](const Lingering& l) { return l.target == target; }),
+                       lingering_.end());
+      lingering_.push_back({with_labels(w.metrics(), w.identity), start_time_line(w), now_s() + c_.metrics_linger, w.target()});
+      if (lingering_.size() > static_cast<size_t>(c_.max_workers)) lingering_.erase(lingering_.begin());
+    }
     it = workers_.erase(it);
   }
+}
+
+std::string Daemon::start_time_line(const Worker& w) {
+  char v[64];
+  std::snprintf(v, sizeof v, "%.2f", w.jvm_start_time);
+  return "jvmtrace_jvm_start_time_seconds{" + w.identity + ",pid=\"" + std::to_string(w.target()) + "\"} " + v + "\n";
 }
 
 std::string Daemon::metrics_text() {
@@ -440,9 +476,30 @@ std::string Daemon::metrics_text() {
       std::to_string(scanner_.jvms().size() - patched) + "\n"
       "# HELP jvmtraced_attachments attachments (worker processes) by kind\n# TYPE jvmtraced_attachments gauge\n"
       "jvmtraced_attachments{kind=\"stat\"} " + std::to_string(stats) + "\njvmtraced_attachments{kind=\"record\"} " +
-      std::to_string(records) + "\n");
-  for (auto& w : workers_)
-    if (w->kind() == Worker::kStat && !w->metrics().empty()) blocks.push_back(w->metrics());
+      std::to_string(records) + "\n"
+      "# HELP jvmtraced_attaches_refused_total attaches refused because max-workers were running (JVMs not served)\n"
+      "# TYPE jvmtraced_attaches_refused_total counter\n"
+      "jvmtraced_attaches_refused_total{reason=\"max_workers\"} " + std::to_string(attaches_refused_max_workers_) +
+      "\n");
+  std::string starts =
+      "# HELP jvmtrace_jvm_start_time_seconds when the JVM started, seconds since the epoch\n"
+      "# TYPE jvmtrace_jvm_start_time_seconds gauge\n";
+  for (auto& w : workers_) {
+    if (w->kind() != Worker::kStat || w->metrics().empty()) continue;
+    blocks.push_back(with_labels(w->metrics(), w->identity));
+    starts += start_time_line(*w);
+  }
+  const double now = now_s();
+  lingering_.erase(std::remove_if(lingering_.begin(), lingering_.end(), [&](const Lingering& l) { return now >= l.until; }),
+                   lingering_.end());
+  for (const Lingering& l : lingering_) {
+    bool live = false;
+    for (auto& w : workers_) live |= w->kind() == Worker::kStat && w->target() == l.target && !w->metrics().empty();
+    if (live) continue;
+    blocks.push_back(l.block);
+    starts += l.start_time;
+  }
+  blocks.push_back(starts);
   return merge_exposition(blocks);
 }
 

@@ -118,6 +118,7 @@ class Daemon {
   void reap();
 
   std::string metrics_text();
+  static std::string start_time_line(const Worker& w);  // jvmtrace_jvm_start_time_seconds's sample
 
   void shutdown();
 
@@ -137,6 +138,17 @@ class Daemon {
     for (const auto& [id, c] : clients_) n += c.control == control;
     return n;
   }
+  // The last figures of stat workers whose JVM exited, served until `until`
+  // (--metrics-linger; at most max-workers of them): a scrape after the
+  // exit still gets the JVM's final counts.
+  struct Lingering {
+    std::string block, start_time;  // with the identity labels
+    double until;
+    pid_t target;  // (a live worker for a reused PID replaces it: no duplicate series)
+  };
+  std::vector<Lingering> lingering_;
+  uint64_t attaches_refused_max_workers_ = 0;  // jvmtraced_attaches_refused_total
+  double boot_time_ = 0;                      // /proc/stat btime: JVM start times from ticks since boot
   uint64_t next_client_ = 1;  // 0 is "nobody" (PendingReplies)
   double started_ = now_s();
 };

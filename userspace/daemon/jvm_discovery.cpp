@@ -41,7 +41,79 @@ pid_t ns_pid(pid_t pid) {
   return pid;
 }
 
+std::vector<std::string> cmdline(pid_t pid) {
+  std::string s;
+  std::vector<std::string> argv;
+  if (!read_proc_file("/proc/" + std::to_string(pid) + "/cmdline", &s, 256 << 10)) return argv;
+  for (size_t a = 0; a < s.size();) {
+    size_t z = s.find('\0', a);
+    if (z == std::string::npos) z = s.size();
+    argv.push_back(s.substr(a, z - a));
+    a = z + 1;
+  }
+  return argv;
+}
+
+// Cut to at most n bytes, never inside a UTF-8 sequence.
+std::string cut(const std::string& s, size_t n) {
+  if (s.size() <= n) return s;
+  size_t end = n;
+  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xc0) == 0x80) end--;
+  return s.substr(0, end);
+}
+
 }  // namespace
+
+std::string application_of(const std::vector<std::string>& argv, bool* set) {
+  if (set) *set = false;
+  // The launcher's options that take the next argument as their value.
+  static const std::set<std::string> kWithValue = {
+      "-cp", "-classpath", "--class-path", "-p", "--module-path", "--upgrade-module-path", "--add-modules",
+      "--add-reads", "--add-exports", "--add-opens", "--limit-modules", "--patch-module", "--source",
+      "--enable-native-access", "-splash"};
+  static const std::string kProp = "-Djvmtrace.app=";
+  std::string main;
+  for (size_t i = 1; i < argv.size(); i++) {
+    const std::string& a = argv[i];
+    if (a.compare(0, kProp.size(), kProp) == 0) {
+      if (set) *set = true;
+      return a.substr(kProp.size());
+    }
+    if (!main.empty()) continue;
+    if (a == "-jar" || a == "-m" || a == "--module") {
+      if (i + 1 >= argv.size()) break;
+      std::string v = argv[i + 1];
+      if (a == "-jar") {
+        v = v.substr(v.rfind('/') == std::string::npos ? 0 : v.rfind('/') + 1);
+        if (v.size() > 4 && v.compare(v.size() - 4, 4, ".jar") == 0) v.resize(v.size() - 4);
+      } else if (v.find('/') != std::string::npos) {
+        v = v.substr(v.find('/') + 1);
+      }
+      main = v;
+      break;  // what follows is the program's
+    }
+    if (kWithValue.count(a)) {
+      i++;
+      continue;
+    }
+    if (a.empty() || a[0] == '-' || a[0] == '@') continue;
+    main = a;
+    break;  // the main class: what follows is the program's
+  }
+  return main;
+}
+
+std::string container_of(const std::string& cgroup_text) {
+  auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
+  for (size_t i = 0; i < cgroup_text.size(); i++) {
+    if (!hex(cgroup_text[i]) || (i > 0 && hex(cgroup_text[i - 1]))) continue;
+    size_t n = 0;
+    while (i + n < cgroup_text.size() && hex(cgroup_text[i + n])) n++;
+    if (n == 64) return cgroup_text.substr(i, 12);
+    i += n;
+  }
+  return "";
+}
 
 void JvmDiscovery::scan(std::vector<JvmProcess>* appeared, std::vector<JvmProcess>* exited) {
   std::set<pid_t> alive;
@@ -98,6 +170,10 @@ bool JvmDiscovery::check(pid_t pid, unsigned long long start_time) {
     j.ns_pid = ns_pid(pid);
     j.comm = thread_name(pid, static_cast<uint32_t>(pid));
     j.libjvm = lib.shown();
+    j.application = cut(application_of(cmdline(pid), &j.application_set), kMaxIdentity);
+    std::string cgroup;
+    read_proc_file("/proc/" + std::to_string(pid) + "/cgroup", &cgroup, 64 << 10);
+    j.container = container_of(cgroup);
     const auto key = std::make_pair(lib.dev(), lib.ino());
     auto p = patched_.find(key);
     if (p == patched_.end()) p = patched_.emplace(key, has_usdt_provider(lib.path(), "jvmtrace")).first;

@@ -22,7 +22,25 @@ struct JvmProcess {
   std::string comm;     // /proc/PID/comm (the target's text: printable() it)
   std::string libjvm;   // how messages name its libjvm.so (the target's text)
   bool patched = false; // libjvm.so declares jvmtrace probes
+  // Identity for the metrics (docs/daemon.md, "Metrics"); the target's text,
+  // printable() and cut to kMaxIdentity bytes by the scanner.
+  std::string application;  // -Djvmtrace.app=NAME, else the main class or the -jar file's name; "" if none
+  bool application_set = false;  // application came from -Djvmtrace.app=NAME
+  std::string container;    // a container id (12 hex digits) named in its cgroup path; "" if none
 };
+
+constexpr size_t kMaxIdentity = 128;
+
+// The application a java command line runs: the value of -Djvmtrace.app=
+// among the JVM's options, else the main class (-m: the module's class, or
+// the module), else the -jar file's name without directories or ".jar";
+// "" when none is there (a JVM embedded in another program).
+// *set: it was -Djvmtrace.app's.
+std::string application_of(const std::vector<std::string>& argv, bool* set = nullptr);
+// The container a process runs in, from /proc/PID/cgroup's text: the first
+// 64-hex-digit id in a path (docker, containerd, CRI-O and podman name their
+// cgroups after it), as its first 12 digits; "" if there is none.
+std::string container_of(const std::string& cgroup_text);
 
 class JvmDiscovery {
  public:

@@ -26,7 +26,8 @@ void usage(FILE* out) {
                "USAGE: jvmtraced [--socket PATH] [--group NAME] [--trace-dir DIR] [--metrics-port N]\n"
                "                 [--metrics-address ADDR] [--auto-stat] [--stat-interval SEC]\n"
                "                 [--segment-mb N] [--segment-seconds S] [--keep N] [--max-disk-mb N]\n"
-               "                 [--max-workers N] [--config FILE] [-v]\n"
+               "                 [--max-workers N] [--application NAME] [--metrics-full] [--metrics-linger SEC]\n"
+               "                 [--config FILE] [-v]\n"
                "The jvmtrace collector daemon (run as root): finds JVMs, attaches stat or record on\n"
                "request, serves Prometheus metrics, detaches everything on SIGTERM or Ctrl-C.\n"
                "  --socket PATH         control socket (default /run/jvmtraced/jvmtraced.sock, mode 0600;\n"
@@ -47,6 +48,12 @@ void usage(FILE* out) {
                "                        then the oldest recording is stopped (default: none)\n"
                "  --max-workers N       attachments at once, auto-stat's included (default 64): a\n"
                "                        root worker per JVM must not be had by starting JVMs\n"
+               "  --application NAME    the application label of JVMs without -Djvmtrace.app=NAME\n"
+               "                        (default: each JVM's main class or -jar file's name)\n"
+               "  --metrics-full        serve every counter and histogram (about 410 series per JVM;\n"
+               "                        default: 28 to 67, GC pauses by kind in 11 buckets)\n"
+               "  --metrics-linger SEC  an exited JVM's last figures stay served SEC seconds, so a\n"
+               "                        scrape gets them (default 30; 0: gone at once)\n"
                "  --jvmtrace PATH       the jvmtrace binary (default: next to jvmtraced)\n"
                "  -v, --verbose         log every scan and worker line\n"
                "  --version             print the version and exit\n"
@@ -70,7 +77,8 @@ int main(int argc, char** argv) {
       {"stat-interval", required_argument, nullptr, 1},   {"jvmtrace", required_argument, nullptr, 1},
       {"segment-mb", required_argument, nullptr, 1},      {"keep", required_argument, nullptr, 1},
       {"segment-seconds", required_argument, nullptr, 1}, {"max-disk-mb", required_argument, nullptr, 1},
-      {"max-workers", required_argument, nullptr, 1},
+      {"max-workers", required_argument, nullptr, 1},     {"application", required_argument, nullptr, 1},
+      {"metrics-full", no_argument, nullptr, 1},         {"metrics-linger", required_argument, nullptr, 1},
       {"verbose", no_argument, nullptr, 1},               {"config", required_argument, nullptr, 1},
       {"help", no_argument, nullptr, 'h'},                {"version", no_argument, nullptr, 'V'},
       {nullptr, 0, nullptr, 0}};

@@ -43,4 +43,26 @@ std::string merge_exposition(const std::vector<std::string>& blocks) {
   return out;
 }
 
+std::string with_labels(const std::string& block, const std::string& labels) {
+  std::string out;
+  out.reserve(block.size() + block.size() / 2);
+  size_t a = 0;
+  while (a < block.size()) {
+    size_t nl = block.find('\n', a);
+    if (nl == std::string::npos) nl = block.size();
+    const std::string line = block.substr(a, nl - a);
+    a = nl + 1;
+    if (line.empty() || line[0] == '#') {
+      out += line + "\n";
+      continue;
+    }
+    const size_t brace = line.find('{'), space = line.find(' ');
+    if (brace != std::string::npos && brace < space)
+      out += line.substr(0, brace + 1) + labels + (line[brace + 1] == '}' ? "" : ",") + line.substr(brace + 1) + "\n";
+    else
+      out += line.substr(0, space) + "{" + labels + "}" + line.substr(space) + "\n";
+  }
+  return out;
+}
+
 }  // namespace jvmtrace

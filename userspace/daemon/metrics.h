@@ -9,4 +9,8 @@ namespace jvmtrace {
 
 std::string merge_exposition(const std::vector<std::string>& blocks);
 
+// block with `labels` ("k=\"v\",...", already escaped) put first in every
+// sample's label set.
+std::string with_labels(const std::string& block, const std::string& labels);
+
 }  // namespace jvmtrace

@@ -23,7 +23,8 @@ namespace {
 
 // The child's lines, one per event:
 //   x PID START                          about to read PID's files
-//   + PID START NSPID PATCHED\tCOMM\tLIBJVM   a JVM (COMM and LIBJVM escaped by printable():
+//   + PID START NSPID PATCHED APPSET\tCOMM\tLIBJVM\tAPPLICATION\tCONTAINER
+//                                        a JVM (the texts escaped by printable():
 //                                        no tab or newline left in them)
 //   - PID                                a JVM exited
 //   t                                    a scan is complete
@@ -118,8 +119,9 @@ void Scanner::child_main(int out, int in) {
     std::string text;
     for (const JvmProcess& j : appeared)
       text += "+ " + std::to_string(j.pid) + " " + std::to_string(j.start_time) + " " + std::to_string(j.ns_pid) +
-              " " + (j.patched ? "1" : "0") + "\t" + printable(j.comm).substr(0, 1024) + "\t" +
-              printable(j.libjvm).substr(0, 4096) + "\n";
+              " " + (j.patched ? "1" : "0") + " " + (j.application_set ? "1" : "0") + "\t" + printable(j.comm).substr(0, 1024) + "\t" +
+              printable(j.libjvm).substr(0, 4096) + "\t" + printable(j.application) + "\t" +
+              printable(j.container) + "\n";
     for (const JvmProcess& j : exited) text += "- " + std::to_string(j.pid) + "\n";
     text += "t\n";
     if (!write_line(out, text)) _exit(0);  // the daemon is gone
@@ -165,15 +167,20 @@ void Scanner::line(const std::string& l, std::vector<JvmProcess>* appeared, std:
     in >> examining_ >> examining_start_;
     examining_since_ = last_heard_;
   } else if (l.compare(0, 2, "+ ") == 0) {
-    const size_t tab1 = l.find('\t'), tab2 = tab1 == std::string::npos ? tab1 : l.find('\t', tab1 + 1);
-    if (tab2 == std::string::npos) return;
+    std::vector<size_t> tab;
+    for (size_t t = l.find('\t'); t != std::string::npos && tab.size() < 4; t = l.find('\t', t + 1)) tab.push_back(t);
+    if (tab.size() != 4) return;
+    const size_t tab1 = tab[0], tab2 = tab[1];
     JvmProcess j;
-    int patched = 0;
+    int patched = 0, app_set = 0;
     std::istringstream in(l.substr(2, tab1 - 2));
-    if (!(in >> j.pid >> j.start_time >> j.ns_pid >> patched)) return;
+    if (!(in >> j.pid >> j.start_time >> j.ns_pid >> patched >> app_set)) return;
+    j.application_set = app_set != 0;
     j.patched = patched != 0;
     j.comm = l.substr(tab1 + 1, tab2 - tab1 - 1);
-    j.libjvm = l.substr(tab2 + 1);
+    j.libjvm = l.substr(tab2 + 1, tab[2] - tab2 - 1);
+    j.application = l.substr(tab[2] + 1, tab[3] - tab[2] - 1);
+    j.container = l.substr(tab[3] + 1);
     reported_.insert(j.pid);
     auto it = jvms_.find(j.pid);
     if (it != jvms_.end() && it->second.start_time == j.start_time) return;  // known (a new child found it again)

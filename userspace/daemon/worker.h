@@ -55,6 +55,10 @@ class Worker {
   int err_fd() const { return err_fd_; }
   const std::string& metrics() const { return metrics_; }  // the last complete block
   std::string trace_path;                                  // kRecord
+  // kStat: the JVM's identity labels (escaped, without braces) and its start
+  // time (seconds since the epoch), for the metrics.
+  std::string identity;
+  double jvm_start_time = 0;
   bool stopping = false;
   bool killed = false;
   double kill_at = 0;
