@@ -230,13 +230,13 @@ def test_bad_input_gets_a_clear_error(jdks, java_classes):
 
 
 def test_no_slow_path_attaches_only_the_other_probes(usdt_fixture):
-    """--no-slow-path: eight probes attached; slow-path figures stay empty while
+    """--no-slow-path: nine probes attached; slow-path figures stay empty while
     everything else is counted exactly as before."""
     rounds = 3000
     run = traced_run(lambda pid: [str(JVMTRACE), "stat", "-p", str(pid), "--json", "--no-slow-path",
                                   "--probe-set", "separate", "-b", str(usdt_fixture)],
                      [str(usdt_fixture), "--wait-for", "stdin", "--rounds", str(rounds)],
-                     ready=lambda l: l.startswith("Attached 8 probes") and "slow-path probes left detached" in l,
+                     ready=lambda l: l.startswith("Attached 9 probes") and "slow-path probes left detached" in l,
                      stderr_ready=True)
     r = json.loads([l for l in run.trace_out if l.startswith("{")][-1])
     assert r["slow_path_probes"] is False
@@ -332,9 +332,10 @@ def test_a_jvm_chrooted_inside_its_own_mount_namespace_is_traced(line, java_clas
     """A JVM that chrooted into a directory of bind mounts inside its own mount
     namespace maps libjvm.so through a mount /proc/PID/maps names from the
     namespace's root, which /proc/PID/root does not lead back to.  stat and
-    record --stacks still attach, through /proc/PID/map_files, and count and
-    name what JFR sees.  Before that fallback both failed ("cannot read
-    /proc/PID/root/.../libjvm.so")."""
+    record --stacks still attach (every file a target names is opened through
+    /proc/PID/map_files, decision 76; the banner shows the target's own path
+    for it), and count and name what JFR sees.  Before map_files both failed
+    ("cannot read /proc/PID/root/.../libjvm.so")."""
     root = subprocess.run([str(REPO / "scripts/build-patched-jdk.sh"), "--print-root"], capture_output=True,
                           text=True).stdout.strip()
     assert root, "the Debian 13 root is not made: scripts/build-patched-jdk.sh --jdk 21"
@@ -347,7 +348,7 @@ def test_a_jvm_chrooted_inside_its_own_mount_namespace_is_traced(line, java_clas
            root, cache, str(tmp_path), real_java, *inner[1:]]
     run, r = stat_run(cmd)
     assert run.target_rc == 0, run.target_err
-    assert "/map_files/" in run.trace_err, run.trace_err  # the fallback, not /proc/PID/root
+    assert re.search(r"^Attached \d+ probes .*/libjvm\.so\)", run.trace_err, re.M), run.trace_err
     tid = worker_tid(run)
     worker = next(t for t in r["threads"] if t["tid"] == tid)
     jfr_refills = [e for e in jfr_events(home, jfr, "jdk.ObjectAllocationInNewTLAB")
