@@ -18,9 +18,10 @@ tools=(build-essential cmake pkg-config help2man dpkg-dev clang llvm libclang-rt
 # export with its schema, a fresh Debian 12 root for the packages' test, a FUSE
 # file system that stops answering (tests/fixtures/stall_fs.py), a real
 # Prometheus scraping jvmtraced and promtool checking its exposition and the
-# shipped rules (tests/test_fleet.py).
+# shipped rules (tests/test_fleet.py), go tool pprof reading the exported
+# allocation profiles (tests/test_allocation_sites.py).
 tests=(python3-pytest chromium python3-pil protobuf-compiler python3-protobuf mmdebstrap systemd-container python3-llfuse
-       prometheus)
+       prometheus golang-go)
 runtime=("${tools[@]}" "${tests[@]}")
 # trace-demo.sh's first look: bpftrace stock tools on a Debian program on
 # Debian's JDK, before anything is built.
