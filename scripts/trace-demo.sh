@@ -244,7 +244,10 @@ saxon_check "$java_home" "$work" && echo "(Saxon's output checked: the same sums
 echo "=== jvmtrace report $strace: where Saxon allocates (the VM's own stacks, no JVM flag) ==="
 "$jvmtrace" report "$strace" | sed -n '/^Allocation sites/,/^$/p'
 echo "=== its heaviest stack, root first (_[0] interpreted, _[1] C1, _[j] C2, _[i] inlined into the frame above) ==="
-"$jvmtrace" flame "$strace" -o - --collapsed | sort -k2 -n | tail -1 | tr ';' '\n' | sed 's/^/  /'
+# (the collapsed line's byte count, after its last space, on a line of its own)
+"$jvmtrace" flame "$strace" -o - --collapsed | sort -k2 -n | tail -1 | sed -E 's/ ([0-9]+)$/;(\1 bytes)/' \
+  | tr ';' '\n' | sed 's/^/  /'
+echo "=== the same as a flame graph and a pprof profile ==="
 "$jvmtrace" flame "$strace" -o "$repo/build/saxon-alloc.svg"
 "$jvmtrace" export --pprof "$strace" -o "$repo/build/saxon-alloc.pb.gz"
 echo "open $repo/build/saxon-alloc.svg; go tool pprof -top $repo/build/saxon-alloc.pb.gz (or Pyroscope, Grafana)"
