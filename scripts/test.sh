@@ -2,8 +2,8 @@
 # Runs the whole test suite on a bare Debian 12 machine (root): installs
 # packages, builds (or reuses from /var/cache/jvmtrace) the patched JDK of
 # every release line (17, 21, 25; JVMTRACE_JDKS="17,21,25" chooses) and the
-# fastdebug build of the lines in JVMTRACE_FASTDEBUG_JDKS (default 17: each
-# other line's takes about an hour cold), unpacks Debian's own runtime of
+# fastdebug build of the lines in JVMTRACE_FASTDEBUG_JDKS (default 17,21:
+# 25's takes about an hour more cold), unpacks Debian's own runtime of
 # each line as the stock JVM (no build), builds the project, then runs
 # pytest against the real patched JVMs and real eBPF, and then, per
 # fastdebug line, the JVM probe tests and every collector's pauses and
@@ -19,7 +19,7 @@ repo=$(cd "$here/.." && pwd)
 [ "$(id -u)" -eq 0 ] || { echo "test.sh: run as root (packages, eBPF)" >&2; exit 1; }
 "$here/install-deps.sh"
 export JVMTRACE_JDKS=${JVMTRACE_JDKS:-17,21,25}
-export JVMTRACE_FASTDEBUG_JDKS=${JVMTRACE_FASTDEBUG_JDKS:-17}
+export JVMTRACE_FASTDEBUG_JDKS=${JVMTRACE_FASTDEBUG_JDKS:-17,21}
 declare -A homes
 fastdebug_lines=()
 for line in ${JVMTRACE_JDKS//,/ }; do
