@@ -121,12 +121,16 @@ struct jt_new_key {
 	__u64 key;               /* tid, or the class name's address */
 	__u32 kind;              /* enum jt_key_kind */
 	__u32 name_len;          /* classes: the name's length */
+	char comm[16];           /* threads: the name, read by the thread itself
+				  * (a thread that has exited by the time user
+				  * space reads /proc keeps its name); empty when
+				  * a batch names another thread */
 };
 
 JVMTRACE_ABI_ASSERT(sizeof(struct jt_hist_val) == 8 * (JT_HIST_SLOTS + 1), "jt_hist_val");
 JVMTRACE_ABI_ASSERT(sizeof(struct jt_thread_val) == 32, "jt_thread_val");
 JVMTRACE_ABI_ASSERT(sizeof(struct jt_class_val) == 40, "jt_class_val");
-JVMTRACE_ABI_ASSERT(sizeof(struct jt_new_key) == 16, "jt_new_key");
+JVMTRACE_ABI_ASSERT(sizeof(struct jt_new_key) == 32, "jt_new_key");
 JVMTRACE_ABI_ASSERT(sizeof(struct jt_safepoint_val) == 48, "jt_safepoint_val");
 
 #endif /* JVMTRACE_STAT_H */

@@ -109,6 +109,8 @@ static __always_inline void hist(__u32 h, __u64 value)
 static __always_inline void announce(__u64 key, __u32 kind, __u32 name_len)
 {
 	struct jt_new_key k = { .key = key, .kind = kind, .name_len = name_len };
+	if (kind == JT_KEY_THREAD && key == (__u32)bpf_get_current_pid_tgid())
+		bpf_get_current_comm(k.comm, sizeof(k.comm));
 	if (bpf_ringbuf_output(&new_keys, &k, sizeof(k), 0))
 		count(JT_C_NAMES_LOST, 1);
 }

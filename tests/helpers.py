@@ -68,6 +68,15 @@ class LineReader:
             if pred(line):
                 return line
 
+    def find(self, pred, timeout, what):
+        """The first line so far, or still to come within timeout, that pred accepts.
+        (The reader thread may not have queued a line the process wrote just
+        before it answered something else: never conclude from seen() alone.)"""
+        for line in self.seen():
+            if pred(line):
+                return line
+        return self.wait_for(pred, timeout, what)
+
     def seen(self):
         """Every line read so far, without waiting (the stream may go on)."""
         while True:

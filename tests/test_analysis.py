@@ -548,14 +548,20 @@ def test_flame_graph_weighs_every_allocated_byte_on_its_java_stack(stack_trace, 
     for frames, n in lines:
         leaves[frames[-1]] = leaves.get(frames[-1], 0) + n
     assert {"[B_[i]", "AllocWorker$Node_[i]"} <= set(leaves)
-    assert all(l.endswith(("_[i]", "_[k]")) for l in leaves)
+    # With the VM's stacks, a thread that allocated but was never sampled (a
+    # compiler thread's one TLAB) is kept apart by name, not spread on others.
+    unsampled = "[not sampled: a thread with no sample]"
+    assert all(l.endswith(("_[i]", "_[k]")) for l in leaves if l != unsampled or jdk == "patched"), leaves
+    assert leaves.get(unsampled, 0) <= total // 100, leaves
     # Most bytes sit under the Java method that allocates them (a JIT frame
     # named from the perf map), reached through HotSpot's allocation path.
     # (Code compiled since the last perf-map refresh is unnamed: 3-5% of the bytes measured.)
     in_work = sum(n for frames, n in lines if "AllocWorker.work_[j]" in frames)
     assert in_work >= 0.7 * total, (in_work, total, run.trace_err[-2000:])
     big = [frames for frames, n in lines if n >= total // 100]
-    assert all(any(f.startswith("MemAllocator::") for f in frames) for frames in big), big
+    # (Debian's 21 and 25 builds inline MemAllocator into the klass's allocate.)
+    assert all(any(f.startswith("MemAllocator::") or re.fullmatch(r"\w*Klass::allocate\w*", f) for f in frames)
+               for frames in big), big
     # The kernel may fail to take a stack now and then (the recorder counts and names the errno):
     # at most 1% of the bytes without one.
     no_stack = sum(n for frames, n in lines if frames[0] == "[no stack]")

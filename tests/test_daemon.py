@@ -382,7 +382,7 @@ def test_full_trace_directory_stops_the_recording_and_the_daemon_goes_on(tmp_pat
         # (How many blocks fit depends on how fast the JVM filled 256 KiB.)
         rc, recs = dump_json(trace)
         assert rc.returncode == 3 and "no end record" in rc.stderr, rc.stderr
-        kept = next(l for l in d.log.seen() if "complete blocks" in l)
+        kept = d.log.find(lambda l: "complete blocks" in l, 10, "the daemon's log of the blocks it kept")
         assert f"({os.path.getsize(trace)} bytes)" in kept, kept
     finally:
         proc.kill()
@@ -703,7 +703,7 @@ def test_a_worker_deaf_to_detach_is_killed_and_the_detach_answered(tmp_path, jdk
         assert 14 < took < 30, took  # SIGKILL 15 s after SIGINT, not before
         out, err = attach.communicate(timeout=30)
         assert attach.returncode == 1 and out.startswith(f"error: stat to PID {proc.pid} could not attach"), out + err
-        assert any("did not stop within 15 s of SIGINT: killed" in l for l in d.log.seen())
+        d.log.find(lambda l: "did not stop within 15 s of SIGINT: killed" in l, 10, "the daemon's log of the kill")
         assert re.search(rf"^{proc.pid}\s+\d+\s+stock\s+-\s", d.client("list").stdout, re.M)
     finally:
         for p in (attach, detach):

@@ -101,6 +101,19 @@ def test_fixture_counts_and_histograms_are_exact_under_four_threads(usdt_fixture
     assert {t["comm"] for t in r["threads"]} == {"usdt_fixture"}
 
 
+@pytest.mark.parametrize("probe_set", ["separate", "combined"])
+def test_a_thread_gone_before_user_space_looks_keeps_its_name(usdt_fixture, probe_set):
+    """Eight threads, each named, each firing two rounds and exiting within
+    microseconds: long before stat's loop (50 ms) can read /proc.  Each still
+    has its own name, read in the kernel by the thread itself at its first
+    event.  (Before, /proc was read when the notice arrived: "<exited>".)"""
+    threads = 8
+    run, r = stat_run([str(usdt_fixture), "--wait-for", "stdin", "--real-tid", "--threads", str(threads),
+                       "--rounds", "2", "--name-threads"], "-b", str(usdt_fixture), "--probe-set", probe_set)
+    assert run.target_rc == 0, run.target_err
+    assert sorted(t["comm"] for t in r["threads"]) == sorted(f"fx-t{t}" for t in range(threads)), r["threads"]
+
+
 def bpf_maps_of(pid):
     """map_id of each BPF map process pid holds, by (map_type, value_size, max_entries)."""
     maps = {}

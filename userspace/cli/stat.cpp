@@ -311,7 +311,10 @@ class StatSession {
     }
     const auto* k = static_cast<const jt_new_key*>(data);
     if (k->kind == JT_KEY_THREAD) {
-      std::string c = thread_comm(self->o_.pid, static_cast<uint32_t>(k->key));
+      // The name the thread had when it first allocated, read in the kernel
+      // by the thread itself; else (a batch's record of another thread) /proc.
+      std::string c = k->comm[0] ? std::string(k->comm, strnlen(k->comm, sizeof k->comm))
+                                 : thread_comm(self->o_.pid, static_cast<uint32_t>(k->key));
       if (c != "?") self->comm_.emplace(static_cast<uint32_t>(k->key), c);
     } else {
       std::string n = read_process_memory(self->o_.pid, k->key, std::min<uint32_t>(k->name_len, 512));
