@@ -5,7 +5,8 @@ safepoint__end with its operation and exactly the log's figures, each pause
 inside its safepoint; `report --check` is clean.  G1, Parallel and Serial,
 ZGC (17; 21 in both modes; 25 generational) and Shenandoah, on PauseMix (the
 project's own program, which makes every kind of pause in a second) -- the
-corpus of real programs runs the same checks (test_corpus_programs.py).
+corpus of real programs runs the same checks under ZGC and Shenandoah
+(test_corpus_stop_the_world.py) and G1, Parallel and Serial (test_corpus_programs.py).
 
 Also the review's defects of the VM side: a G1 PLAB filled to its very end
 whose refill fails (an evacuation failure with no alignment reserve) is
