@@ -33,7 +33,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 import corpus  # noqa: E402
-from helpers import LineReader, wait_until  # noqa: E402
 from test_allocation_sites import JFC, agreement, class_of, jfr_sites, shares, top  # noqa: E402
 
 JVMTRACE = REPO / "build/userspace/jvmtrace"
@@ -51,28 +50,10 @@ def homes(line):
 
 def run(program, home, line, work, fp):
     (work / "alloc.jfc").write_text(JFC)
-    flags = ["-XX:+UnlockDiagnosticVMOptions", "-XX:+PauseAtStartup", "-XX:+DumpPerfMapAtExit",
+    flags = ["-XX:+DumpPerfMapAtExit",
              f"-XX:StartFlightRecording=filename={work}/rec.jfr,settings={work}/alloc.jfc,dumponexit=true",
              *(["-XX:+PreserveFramePointer"] if fp else []), *program.gc["G1"]]
-    with open(work / corpus.STDOUT, "w") as out, open(work / "stderr.txt", "w") as err:
-        jvm = subprocess.Popen(corpus.command(program, home, flags, line, work), cwd=work, stdout=out, stderr=err,
-                               stdin=subprocess.DEVNULL)
-    rec = None
-    try:
-        held = work / f"vm.paused.{jvm.pid}"
-        wait_until(lambda: held.exists() or jvm.poll() is not None, 120, "HotSpot to hold at start-up")
-        rec = subprocess.Popen([str(JVMTRACE), "record", "--mode", "stock", "--stacks", "-p", str(jvm.pid), "-o",
-                                str(work / "trace.jvmtrace")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
-        LineReader(rec.stderr).wait_for(lambda l: l.startswith("Recording PID"), 60, "jvmtrace record to attach")
-        held.unlink()
-        assert jvm.wait(600) == 0, (work / "stderr.txt").read_text()[-2000:]
-        assert rec.wait(120) == 0
-    finally:
-        for p in (jvm, rec):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait(60)
+    corpus.record_held(program, home, line, flags, work, JVMTRACE, "--mode", "stock", "--stacks")
 
 
 def jvmtrace_methods(trace):

@@ -81,6 +81,37 @@ def command(program, home, flags, line, work):
         return program.command(home, flags)
 
 
+def record_held(program, home, line, flags, work, jvmtrace, *record_args):
+    """Runs program held at start-up (flags are its JVM flags besides
+    -XX:+PauseAtStartup) in work, `jvmtrace record RECORD_ARGS -o
+    work/trace.jvmtrace` attached before it is released, waits for both to
+    end; returns the recorder's stderr."""
+    from helpers import LineReader, wait_until
+    flags = ["-XX:+UnlockDiagnosticVMOptions", "-XX:+PauseAtStartup", *flags]
+    with open(Path(work) / STDOUT, "w") as out, open(Path(work) / "stderr.txt", "w") as err:
+        jvm = subprocess.Popen(command(program, home, flags, line, work), cwd=work, stdout=out, stderr=err,
+                               stdin=subprocess.DEVNULL)
+    rec = None
+    try:
+        held = Path(work) / f"vm.paused.{jvm.pid}"
+        wait_until(lambda: held.exists() or jvm.poll() is not None, 120, "HotSpot to hold at start-up")
+        assert jvm.poll() is None, (Path(work) / "stderr.txt").read_text()[-2000:]
+        rec = subprocess.Popen([str(jvmtrace), "record", *record_args, "-p", str(jvm.pid), "-o",
+                                str(Path(work) / "trace.jvmtrace")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+        err = LineReader(rec.stderr)
+        err.wait_for(lambda l: l.startswith("Recording PID"), 60, "jvmtrace record to attach")
+        held.unlink()
+        assert jvm.wait(600) == 0, (Path(work) / "stderr.txt").read_text()[-2000:]
+        assert rec.wait(120) == 0
+        return "\n".join(err.drain())
+    finally:
+        for p in (jvm, rec):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait(60)
+
+
 def java(java_home):
     return str(Path(java_home) / "bin/java")
 

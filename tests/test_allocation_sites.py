@@ -38,7 +38,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BUILD_DIR, JDK_LINES, jdk_homes
-from corpus import PROGRAMS, STDOUT, command as corpus_command
+from corpus import PROGRAMS, record_held
 from helpers import LineReader, wait_until
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
@@ -157,32 +157,10 @@ def run_with_jfr(program, home, line, gc, work):
     """The program held at start-up, `record --stacks` attached, JFR from the
     start; returns the recorder's stderr."""
     (work / "alloc.jfc").write_text(JFC)
-    flags = ["-XX:+UnlockDiagnosticVMOptions", "-XX:+PauseAtStartup",
-             f"-XX:StartFlightRecording=filename={work}/rec.jfr,settings={work}/alloc.jfc,dumponexit=true",
+    flags = [f"-XX:StartFlightRecording=filename={work}/rec.jfr,settings={work}/alloc.jfc,dumponexit=true",
              *program.gc[gc]]
     assert not any("PreserveFramePointer" in f for f in flags)
-    with open(work / STDOUT, "w") as out, open(work / "stderr.txt", "w") as err:
-        jvm = subprocess.Popen(corpus_command(program, home, flags, line, work), cwd=work, stdout=out, stderr=err,
-                               stdin=subprocess.DEVNULL)
-    rec = None
-    try:
-        held = work / f"vm.paused.{jvm.pid}"
-        wait_until(lambda: held.exists() or jvm.poll() is not None, 120, "HotSpot to hold at start-up")
-        assert jvm.poll() is None, (work / "stderr.txt").read_text()[-2000:]
-        rec = subprocess.Popen([str(JVMTRACE), "record", "--stacks", "-p", str(jvm.pid), "-o",
-                                str(work / "trace.jvmtrace")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
-        err = LineReader(rec.stderr)
-        err.wait_for(lambda l: l.startswith("Recording PID"), 60, "jvmtrace record to attach")
-        held.unlink()
-        assert jvm.wait(600) == 0, (work / "stderr.txt").read_text()[-2000:]
-        assert rec.wait(120) == 0
-        return "\n".join(err.drain())
-    finally:
-        for p in (jvm, rec):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait(60)
+    return record_held(program, home, line, flags, work, JVMTRACE, "--stacks")
 
 
 @pytest.fixture(scope="module", params=CASES, ids=[f"{p.name}-jdk{l}-{g}" for p, l, g in CASES])

@@ -105,10 +105,12 @@ def check_against_log(events, log, gc):
         gc_id, name, cause, kind, ms = mine
         title_ok = line["title"] in (name, pause_title(name, cause))
         kind_ok = kind == expected_kind(gc, line["title"], line["tag"])
-        # The probes bracket the log's own measurement: no shorter than it
-        # (its 1 us rounding, and a few us of where each fires), longer by
+        # The probes bracket the log's own measurement: each fires just
+        # after the VM's stamp, so no shorter than it but for its 1 us
+        # rounding and the VM thread preempted between the start stamp and
+        # its probe (0.11 ms seen beside two builds: 1 ms allowed); longer by
         # at most the time to write the log line and a busy machine's delay.
-        ms_ok = line["ms"] - 0.1 <= ms <= line["ms"] * 1.1 + 2.0
+        ms_ok = line["ms"] - 1.0 <= ms <= line["ms"] * 1.1 + 2.0
         if not (gc_id == line["gc_id"] and title_ok and kind_ok and ms_ok):
             problems.append(f"#{i}: log GC({line['gc_id']}) {line['tag'] or ''} {line['title']!r} {line['ms']} ms; "
                             f"traced GC({gc_id}) {name!r} ({cause!r}) kind {kind} {ms:.3f} ms")
@@ -129,6 +131,25 @@ def check_against_log(events, log, gc):
             problems.append(f"safepoint #{i}: log leaving {line['leaving_ns']}, traced {leaving}")
     assert not problems, f"{len(problems)} difference(s):\n  " + "\n  ".join(problems[:30])
     return logged, safepoints
+
+
+def check_report(trace, logged, safepoints):
+    """`report --check` finds nothing and checked every pause and safepoint;
+    `report` shows every pause, no "pauses not seen" note, and the log's
+    safepoints by operation."""
+    check = subprocess.run([str(JVMTRACE), "report", "--check", "--json", str(trace)], capture_output=True,
+                           text=True, timeout=600)
+    c = json.loads(check.stdout)
+    assert check.returncode == 0 and c["violations"] == 0, c["found"][:5]
+    assert c["checks"]["pause.in_safepoint"] == len(logged) and c["checks"]["safepoint.figures"] == len(safepoints)
+    rep = json.loads(subprocess.run([str(JVMTRACE), "report", "--json", str(trace)], capture_output=True,
+                                    text=True, timeout=600, check=True).stdout)
+    assert rep["pauses_not_seen"] is None, rep["pauses_not_seen"]
+    assert len(rep["pauses"]) == len(logged)
+    assert sum(1 for s in rep["safepoints"] if s["total_ns"] is not None) == len(safepoints)
+    ops = Counter(s["operation"] for s in safepoints)
+    assert {o["operation"]: o["total_ns"]["count"] for o in rep["safepoints_by_operation"]} == dict(ops)
+    return ops
 
 
 @pytest.mark.parametrize("line,gc", CASES, ids=[f"jdk{l}-{g}" for l, g in CASES])
@@ -153,18 +174,7 @@ def test_every_pause_and_safepoint_of_the_log_is_traced(java_classes, tmp_path, 
     # Safepoints that are no collection are there too (PauseMix dumps its threads each round).
     assert "ThreadDump" in {s["operation"] for s in safepoints}, Counter(s["operation"] for s in safepoints)
 
-    check = subprocess.run([str(JVMTRACE), "report", "--check", "--json", str(trace)], capture_output=True,
-                           text=True, timeout=300)
-    c = json.loads(check.stdout)
-    assert check.returncode == 0 and c["violations"] == 0, c["found"][:5]
-    assert c["checks"]["pause.in_safepoint"] == len(logged) and c["checks"]["safepoint.figures"] == len(safepoints)
-    rep = json.loads(subprocess.run([str(JVMTRACE), "report", "--json", str(trace)], capture_output=True,
-                                    text=True, timeout=300, check=True).stdout)
-    assert rep["pauses_not_seen"] is None, rep["pauses_not_seen"]
-    assert len(rep["pauses"]) == len(logged)
-    assert sum(1 for s in rep["safepoints"] if s["total_ns"] is not None) == len(safepoints)
-    ops = Counter(s["operation"] for s in safepoints)
-    assert {o["operation"]: o["total_ns"]["count"] for o in rep["safepoints_by_operation"]} == dict(ops)
+    check_report(trace, logged, safepoints)
 
 
 def test_a_plab_full_to_its_end_whose_refill_fails_is_retired_once(jdks, java_classes, tmp_path):
