@@ -103,8 +103,10 @@ def record_held(program, home, line, flags, work, jvmtrace, *record_args):
         err.wait_for(lambda l: l.startswith("Recording PID"), 60, "jvmtrace record to attach")
         held.unlink()
         assert jvm.wait(600) == 0, (Path(work) / "stderr.txt").read_text()[-2000:]
-        assert rec.wait(120) == 0
-        return "\n".join(err.drain())
+        rc = rec.wait(120)
+        rec_err = "\n".join(err.drain())
+        assert rc == 0, f"jvmtrace record exited {rc}: {rec_err[-2000:]}"
+        return rec_err
     finally:
         for p in (jvm, rec):
             if p is not None and p.poll() is None:
