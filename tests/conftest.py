@@ -38,9 +38,8 @@ def _root_unless_marked(request):
 # wrappers), so to jvmtrace they are JVMs in a container.
 JDK_LINES = [j for j in os.environ.get("JVMTRACE_JDKS", "17,21,25").split(",") if j]
 # The lines whose fastdebug HotSpot the tests run (test_fastdebug.py and the
-# second pass of scripts/test.sh): 17 and 21 by default; 25's build takes
-# about an hour cold on 2 cores (docs/decisions.md, 111).
-FASTDEBUG_LINES = [j for j in os.environ.get("JVMTRACE_FASTDEBUG_JDKS", "17,21").split(",") if j in JDK_LINES]
+# second pass of scripts/test.sh): all three by default (docs/decisions.md, 111).
+FASTDEBUG_LINES = [j for j in os.environ.get("JVMTRACE_FASTDEBUG_JDKS", "17,21,25").split(",") if j in JDK_LINES]
 
 
 def jdk_homes(line):
