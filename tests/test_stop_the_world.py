@@ -101,19 +101,31 @@ def check_against_log(events, log, gc):
              (e["ts_ns"] - s["ts_ns"]) / 1e6) for s, e in pairs]
     if len(ours) != len(logged):
         problems.append(f"{len(logged)} pause lines, {len(ours)} traced pauses")
+    # The probes bracket the log's own measurement: each fires just after
+    # the VM's stamp, so a pause reads no shorter than its line but for the
+    # 1 us rounding and the VM thread preempted between the start stamp and
+    # its probe (0.11 ms seen beside two builds: 1 ms allowed), and longer by
+    # at most the time to write the log line (10% + 2 ms).  The VM thread can
+    # also lose its CPU between the end stamp and the end probe (a 41 us
+    # Shenandoah pause read 2.4 ms in CI, with the program's own threads and
+    # the tracers on 2 cores): one pause in twenty (at least one) may lie
+    # beyond the tight bracket, within 1.5x + 20 ms.  A probe in the wrong
+    # place moves every pause, not one in twenty.
+    outside = []
     for i, (mine, line) in enumerate(zip(ours, logged)):
         gc_id, name, cause, kind, ms = mine
         title_ok = line["title"] in (name, pause_title(name, cause))
         kind_ok = kind == expected_kind(gc, line["title"], line["tag"])
-        # The probes bracket the log's own measurement: each fires just
-        # after the VM's stamp, so no shorter than it but for its 1 us
-        # rounding and the VM thread preempted between the start stamp and
-        # its probe (0.11 ms seen beside two builds: 1 ms allowed); longer by
-        # at most the time to write the log line and a busy machine's delay.
-        ms_ok = line["ms"] - 1.0 <= ms <= line["ms"] * 1.1 + 2.0
-        if not (gc_id == line["gc_id"] and title_ok and kind_ok and ms_ok):
-            problems.append(f"#{i}: log GC({line['gc_id']}) {line['tag'] or ''} {line['title']!r} {line['ms']} ms; "
-                            f"traced GC({gc_id}) {name!r} ({cause!r}) kind {kind} {ms:.3f} ms")
+        tight = line["ms"] - 1.0 <= ms <= line["ms"] * 1.1 + 2.0
+        loose = line["ms"] - 1.0 <= ms <= line["ms"] * 1.5 + 20.0
+        what = (f"#{i}: log GC({line['gc_id']}) {line['tag'] or ''} {line['title']!r} {line['ms']} ms; "
+                f"traced GC({gc_id}) {name!r} ({cause!r}) kind {kind} {ms:.3f} ms")
+        if not (gc_id == line["gc_id"] and title_ok and kind_ok and loose):
+            problems.append(what)
+        elif not tight:
+            outside.append(what)
+    if len(outside) > max(1, len(logged) // 20):
+        problems.extend(f"{w} (one of {len(outside)} beyond 10% + 2 ms)" for w in outside)
     # Safepoints: the same lines, the same figures.
     if len(sp_ends) != len(safepoints):
         problems.append(f"{len(safepoints)} safepoint lines, {len(sp_ends)} traced safepoints")
