@@ -12,6 +12,8 @@ import java.util.zip.CRC32;
  *       wait    print "waiting" and block until a signal ends the JVM (stdin is not read)
  */
 public class Launched {
+    static final byte[][] sink = new byte[1024][];
+
     public static void main(String[] args) throws Exception {
         System.err.println("pid " + ProcessHandle.current().pid());
         System.err.flush();
@@ -32,9 +34,12 @@ public class Launched {
         }
         for (int b = 0; b < 256; b++) out.write(b);
         out.write(("\nstdin " + in.length + " bytes, crc32 " + Long.toHexString(crc.getValue()) + "\n").getBytes("UTF-8"));
+        // About 110 MB that escape (the sink), so C2 cannot drop them and the
+        // trace holds dozens of TLAB refills whatever size the heap gives a TLAB.
         long sum = 0;
-        for (int i = 0; i < 200_000; i++) {
+        for (int i = 0; i < 1_000_000; i++) {
             byte[] b = new byte[64 + (i % 64)];
+            sink[i & 1023] = b;
             sum += b.length;
         }
         out.write(("allocated " + sum + "\n").getBytes("UTF-8"));
