@@ -92,18 +92,39 @@ struct jt_event {
 
 /* alloc__sample: args[] = weight_bytes, class_name, class_name_len,
  * alloc_bytes, outcome, depth (Java frames that follow), frame_bytes,
- * end_ns, the metadata epoch read at the hit, native frames (count), the
- * epoch's address; then
+ * end_ns, the metadata epoch read at the hit, native frames (count, and
+ * JT_SAMPLE_NAMED), the epoch's address; then
  * that many native return addresses (u64, innermost first: the VM's own
  * code from the probe site outwards, cut by user space where it leaves
  * libjvm.so), then depth Java frames of frame_bytes each (struct
  * jvmtrace_frame, leaf first). */
 #define JT_SAMPLE_ARGS 11
 #define JT_SAMPLE_NATIVE_MAX 32
+/* args[9]'s bit 32: the kernel found this sample's Java frames among the
+ * stacks user space has named whole in this epoch (jt_named_stack), so it
+ * did not wake the reader; the native count is args[9]'s low 32 bits. */
+#define JT_SAMPLE_NAMED (1ull << 32)
+
+/* A stack of Java frames user space has named whole in one metadata epoch:
+ * the key of record's named_stacks map.  hash: jt_frames_hash over the
+ * frames' Method*s, leaf first, from JT_FRAMES_HASH_SEED ^ depth.  A
+ * collision costs a late read of a name (the reader is not woken), never a
+ * wrong one: names are still checked against the epoch when read. */
+struct jt_named_stack {
+	__u64 epoch;
+	__u64 hash;
+};
+#define JT_FRAMES_HASH_SEED 0x6a09e667f3bcc908ull
+static inline __u64 jt_frames_hash(__u64 h, __u64 method)
+{
+	h = (h ^ method) * 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 29);
+}
 #define JT_SAMPLE_MAX_BYTES (JT_EVENT_SIZE(JT_SAMPLE_ARGS) + 8 * JT_SAMPLE_NATIVE_MAX + \
 			     JVMTRACE_FRAME_BYTES * JVMTRACE_SAMPLE_MAX_FRAMES)
 
 JVMTRACE_ABI_ASSERT(sizeof(struct jt_event) == 16 + 8 * (JT_KEVENT_MAX_ARGS + 1), "jt_event");
+JVMTRACE_ABI_ASSERT(sizeof(struct jt_named_stack) == 16, "jt_named_stack");
 JVMTRACE_ABI_ASSERT(JVMTRACE_ABI_OFFSET(jt_event, args) == 16, "jt_event: args");
 
 #endif /* JVMTRACE_EVENTS_H */

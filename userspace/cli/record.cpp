@@ -185,6 +185,10 @@ void print_summary(const Options& o, const trace::TraceWriter& writer, const Rec
                  "slow path; %llu stacks deeper than %d frames\n",
                  (unsigned long long)c.samples, (unsigned long long)c.frames, (unsigned long long)c.frames_unknown,
                  (unsigned long long)c.unmatched, (unsigned long long)c.truncated, JVMTRACE_SAMPLE_MAX_FRAMES);
+    if (o.verbose)
+      std::fprintf(stderr, "jvmtrace record: %llu of the samples were of a stack already named (no wakeup); %llu "
+                   "stacks named, %llu reads of the JVM's memory\n", (unsigned long long)c.quiet,
+                   (unsigned long long)c.stacks_named, (unsigned long long)c.name_reads);
     if (!c.namer_problem.empty() && c.frames_unknown)
       std::fprintf(stderr, "jvmtrace record: Java frames could not be named: %s\n", printable(c.namer_problem).c_str());
     if (c.stacks_capped)
@@ -296,6 +300,18 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
     namer->ensure(&not_yet);  // (a JVM still starting may not be ready: tried again at the first sample)
     if (const uint64_t at = libjvm_map_start(o.pid)) symbolizer->frame(at);
     recorder.capture_samples(namer.get(), symbolizer.get(), bpf.probe_set() == ProbeSet::kBatched);
+    // The kernel follows the VM's frames only within libjvm.so's code (else
+    // bpf_get_stack), and stops waking us for stacks named whole.
+    uint64_t lo, hi;
+    if (libjvm_text_range(o.pid, &lo, &hi)) {
+      usdt_skel->bss->jvm_lo = lo;
+      usdt_skel->bss->jvm_hi = hi;
+    }
+    const int named_fd = bpf_map__fd(usdt_skel->maps.named_stacks);
+    recorder.on_stack_named([named_fd](const jt_named_stack& key) {
+      const __u8 one = 1;
+      bpf_map_update_elem(named_fd, &key, &one, BPF_ANY);  // (a failure costs wakeups, nothing else)
+    });
   } else if (o.stacks) {
     symbolizer = std::make_unique<StackSymbolizer>(o.pid);
     refresher = std::make_unique<PerfMapRefresher>(bpf.target().proc, o.perfmap_seconds, *symbolizer);

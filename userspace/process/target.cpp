@@ -53,6 +53,17 @@ uint64_t libjvm_map_start(pid_t pid) {
   return 0;
 }
 
+bool libjvm_text_range(pid_t pid, uint64_t* lo, uint64_t* hi) {
+  *lo = UINT64_MAX;
+  *hi = 0;
+  for (const Mapping& m : process_maps(pid)) {
+    if (!is_libjvm_mapping(m) || m.perms.find('x') == std::string::npos) continue;
+    *lo = std::min<uint64_t>(*lo, m.start);
+    *hi = std::max<uint64_t>(*hi, m.end);
+  }
+  return *hi > *lo;
+}
+
 bool read_proc_file(const std::string& path, std::string* out, size_t max) {
   out->clear();
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -34,6 +34,10 @@ bool is_libjvm_mapping(const Mapping& m);
 // addresses); 0 if it maps none.
 uint64_t libjvm_map_start(pid_t pid);
 
+// The addresses of PID's libjvm.so code: from its lowest executable
+// mapping's start to its highest one's end; false if it maps none.
+bool libjvm_text_range(pid_t pid, uint64_t* lo, uint64_t* hi);
+
 // A /proc file whole (at most max bytes), read with read(2): a process that
 // exits while it is read makes an error (false), never an exception (a
 // std::istreambuf_iterator over an ifstream throws from libstdc++ when read

@@ -208,17 +208,30 @@ void Recorder::add_alloc_sample(const jt_event& k, size_t size) {
   // The VM's own code, from the probe site out, until the stack leaves the
   // mapped files (the code cache: a runtime stub, then the Java frames,
   // which come from the VM's own walk below).
-  const uint64_t native = std::min<uint64_t>(k.args[9], JT_SAMPLE_NATIVE_MAX);
+  const bool quiet = (k.args[9] & JT_SAMPLE_NAMED) != 0;
+  if (quiet) sample_counts_.quiet++;
+  const uint64_t native = std::min<uint64_t>(k.args[9] & UINT32_MAX, JT_SAMPLE_NATIVE_MAX);
   for (uint64_t i = 0; symbolizer_ && i < native; i++) {
     uint64_t ip;
     std::memcpy(&ip, base + JT_EVENT_SIZE(JT_SAMPLE_ARGS) + 8 * i, sizeof ip);
-    bool in_file;
-    const std::string name = symbolizer_->native_frame(i == 0 ? ip : ip - 1, &in_file);  // a return address is past its call
-    if (!in_file) break;
+    const uint64_t at = i == 0 ? ip : ip - 1;  // a return address is past its call
+    // Each address of libjvm.so named once (its symbols do not move): the
+    // same few dozen come back in every sample.
+    auto c = vm_frames_.find(at);
+    if (c == vm_frames_.end()) {
+      bool in_file;
+      std::string name = symbolizer_->native_frame(at, &in_file);
+      if (!in_file) break;
+      if (vm_frames_.size() >= kMaxVmFrameAddresses) vm_frames_.clear();
+      c = vm_frames_.emplace(at, VmFrame{std::move(name), kMethodNotKept}).first;
+    }
+    VmFrame& v = c->second;
     // The probe's own frames (the VM's sampler around the probe site) are
     // jvmtrace's, not the program's.
-    if (frames.empty() && name.rfind("jvmtrace_", 0) == 0) continue;
-    frames.push_back({vm_method(name), 0, trace::kFrameVm});
+    if (frames.empty() && v.name.rfind("jvmtrace_", 0) == 0) continue;
+    if (v.id == kMethodNotKept) v.id = vm_method(v.name);
+    else if (v.id == not_kept_method_) frames_not_kept_++;  // (counted per frame, as vm_method counts)
+    frames.push_back({v.id, 0, trace::kFrameVm});
   }
   // The Java frames: named once per Method* while the metadata epoch stays
   // what it was at the probe hit (docs/probes.md, alloc__sample).
@@ -244,9 +257,11 @@ void Recorder::add_alloc_sample(const jt_event& k, size_t size) {
     if (now < k.ts_ns + name_delay_ns_) usleep(static_cast<useconds_t>((k.ts_ns + name_delay_ns_ - now) / 1000));
   }
   const size_t java0 = frames.size();
+  uint64_t hash = JT_FRAMES_HASH_SEED ^ depth;  // as the kernel's (jt_named_stack)
   for (uint64_t i = 0; i < depth; i++) {
     jvmtrace_frame f;
     std::memcpy(&f, base + frames_at + i * step, sizeof f);
+    hash = jt_frames_hash(hash, f.method);
     if (i + 1 == depth && (f.flags & JVMTRACE_FRAME_TRUNCATED)) truncated = true;
     // (a kind not the contract's: the frame still counts)
     const uint8_t kind = f.kind < JVMTRACE_FRAME_KIND_COUNT ? f.kind : +trace::kFrameJit;
@@ -290,9 +305,17 @@ void Recorder::add_alloc_sample(const jt_event& k, size_t size) {
     }
   }
   sample_counts_.name_reads = namer_->reads();
+  bool all_named = depth > 0;
   for (size_t i = java0; i < frames.size(); i++) {
     sample_counts_.frames++;
     if (frames[i].method == unknown_method_) sample_counts_.frames_unknown++;
+    if (frames[i].method == unknown_method_ || frames[i].method == not_kept_method_) all_named = false;
+  }
+  // Every frame has its name for this epoch: the kernel need not wake us
+  // for this stack again until the epoch moves.
+  if (!quiet && all_named && step == JVMTRACE_FRAME_BYTES && epoch != ~0ull && stack_named_) {
+    stack_named_(jt_named_stack{epoch, hash});
+    sample_counts_.stacks_named++;
   }
   if (truncated) {
     frames.push_back({vm_method("[deeper frames not captured]"), 0, trace::kFrameVm});

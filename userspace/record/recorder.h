@@ -99,6 +99,10 @@ class Recorder {
     // (a test seam: JVMTRACE_TEST_NAME_DELAY_MS, see add_alloc_sample)
     if (const char* d = std::getenv("JVMTRACE_TEST_NAME_DELAY_MS")) name_delay_ns_ = std::strtoull(d, nullptr, 10) * 1000000;
   }
+  // Called with each (epoch, frames hash) whose Java frames were all named
+  // in that epoch and that the kernel did not yet know (record puts it in
+  // its named_stacks map: samples of that stack no longer wake the reader).
+  void on_stack_named(std::function<void(const jt_named_stack&)> fn) { stack_named_ = std::move(fn); }
   // Writes the samples still waiting for their slow path (its record was
   // lost, or the recording ended first): as the recording ends.
   void flush_samples();
@@ -110,6 +114,8 @@ class Recorder {
     uint64_t truncated = 0;        // samples whose stack went deeper than the VM hands over
     uint64_t stacks_capped = 0;    // samples whose stack was new after the table's cap: written without it
     uint64_t name_reads = 0;       // reads of the target's memory to name methods
+    uint64_t quiet = 0;            // samples of a stack named whole already: the reader was not woken
+    uint64_t stacks_named = 0;     // (epoch, stack)s handed to on_stack_named
     std::string namer_problem;     // why methods could not be named at all (the VM's tables), if so
   } sample_counts_;
   // Events not stored, by cause (trace::LostKind): written as lost records.
@@ -198,6 +204,14 @@ class Recorder {
   uint32_t not_kept_method_ = kMethodNotKept;
   uint64_t java_frames_ = 0;  // of every Java stack kept
   uint32_t vm_method(const std::string& symbol);
+  // alloc__sample's native frames: a libjvm.so address -> its symbol and
+  // method id (kMethodNotKept until first written).
+  struct VmFrame {
+    std::string name;
+    uint32_t id;
+  };
+  std::unordered_map<uint64_t, VmFrame> vm_frames_;
+  static constexpr size_t kMaxVmFrameAddresses = 1 << 16;
   // A class-table id for a class named by its text (a frame's holder).
   uint64_t klass_id_by_name(const std::string& name);
   std::unordered_map<std::string, uint32_t> class_by_name_;
@@ -209,6 +223,7 @@ class Recorder {
   std::map<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t>, uint32_t> methods_;  // interned by names
   std::unordered_map<uint32_t, ThreadSamples> samples_;
   MethodNamer* namer_ = nullptr;
+  std::function<void(const jt_named_stack&)> stack_named_;
   uint64_t name_delay_ns_ = 0;
   bool samples_by_end_ = true;
 
