@@ -17,6 +17,7 @@ With --compare, the same with a second jvmtrace binary, runs interleaved.
 import argparse
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -118,8 +119,11 @@ def main():
     with tempfile.TemporaryDirectory(prefix="jvmtrace-samplecost-") as tmp:
         work = Path(tmp)
         classes = work / "classes"
-        subprocess.run([str(Path(home) / "bin/javac"), "-d", str(classes), str(REPO / "bench/java/AllocBench.java"),
-                        str(REPO / "tests/java/TestSupport.java")], check=True)
+        # (21 and 25 run in their Debian 13 root, which sees /tmp, not this tree)
+        sources = [work / "AllocBench.java", work / "TestSupport.java"]
+        shutil.copy(REPO / "bench/java/AllocBench.java", sources[0])
+        shutil.copy(REPO / "tests/java/TestSupport.java", sources[1])
+        subprocess.run([str(Path(home) / "bin/javac"), "-d", str(classes), *map(str, sources)], check=True)
         print(f"# sample_cost: AllocBench {a.threads} threads x {a.iterations} iterations, {a.gc}, JDK {a.line} "
               f"({home}); {a.runs} runs each of: " + ", ".join(f"{n} = {b}" for n, b in binaries))
         try:
