@@ -353,3 +353,56 @@ def test_method_names_stay_right(jdks, java_classes, tmp_path, delay_ms):
         # Read 400 ms late, with classes unloaded meanwhile: some names were
         # refused rather than read from reused memory.
         assert unknown > 50, f"only {unknown} names refused: the late reader did not race the unloading"
+
+
+SAMPLES_PER_SECOND = 500  # the VM's target (jvmtraceStack.cpp)
+RATE_ITERATIONS = 300_000_000  # AllocWorker: about 30 GB, 4-8 s
+
+
+def test_sample_rate_is_held_from_the_start(jdks, java_classes, tmp_path):
+    """The VM holds alloc__sample near its target rate from the start, not
+    only after seconds (decision 118).  AllocWorker allocates gigabytes a
+    second, where the starting mean (64 KiB) would give 20,000 samples a
+    second or more: the mean must reach its level within the first
+    target's worth of samples and the compilers' speed-up after it, so the
+    whole run takes at most the target rate over its span plus three
+    targets' worth (the first window, the JIT's speed-up, the counting
+    races).  Doubling the mean per 500 samples, as the VM did before, spent
+    about 4,000 samples on the way (1,800 a second over AllocWorker's
+    first 2 s).  Nor may it fall far under: the mean comes down when a
+    second has under a quarter of the target, so an allocating program
+    keeps at least a fifth of the target."""
+    trace = tmp_path / "rate.jvmtrace"
+    java = Path(jdks["patched"]) / "bin/java"
+    cmd = [str(java), "-XX:+UnlockDiagnosticVMOptions", "-XX:+PauseAtStartup", "-XX:+UseG1GC", "-Xmx256m",
+           "-cp", str(java_classes), "AllocWorker", str(RATE_ITERATIONS)]
+    jvm = subprocess.Popen(cmd, cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    rec = None
+    try:
+        held = tmp_path / f"vm.paused.{jvm.pid}"
+        wait_until(lambda: held.exists() or jvm.poll() is not None, 60, "HotSpot to hold at start-up")
+        rec = subprocess.Popen([str(JVMTRACE), "record", "--stacks", "-p", str(jvm.pid), "-o", str(trace)],
+                               stderr=subprocess.PIPE, text=True)
+        err = LineReader(rec.stderr)
+        err.wait_for(lambda l: l.startswith("Recording PID"), 60, "jvmtrace record to attach")
+        held.unlink()
+        out, jerr = jvm.communicate("go\n", timeout=600)
+        assert jvm.returncode == 0 and "checksum" in out, jerr[-2000:]
+        assert rec.wait(120) == 0, "\n".join(err.drain())
+    finally:
+        for p in (jvm, rec):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait(60)
+    r = subprocess.run([str(JVMTRACE), "dump", "--json", str(trace)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    stamps = sorted(json.loads(l)["ts_ns"] for l in r.stdout.splitlines() if '"alloc__sample"' in l)
+    assert len(stamps) > 100, f"{len(stamps)} samples: AllocWorker did not allocate as the test needs"
+    span = (stamps[-1] - stamps[0]) / 1e9
+    per_second = Counter(int((t - stamps[0]) / 1e9) for t in stamps)
+    info = f"{len(stamps)} samples over {span:.2f} s; by second: {sorted(per_second.items())}"
+    print(info)
+    assert span >= 2, f"the run was too short to measure a rate: {info}"
+    assert len(stamps) <= SAMPLES_PER_SECOND * (span + 3), info
+    assert len(stamps) >= SAMPLES_PER_SECOND / 5 * span, info

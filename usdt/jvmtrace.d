@@ -233,9 +233,11 @@ provider jvmtrace {
 	 * size, an object's outside TLABs), counted only while this probe is
 	 * attached; the slow path where it runs out fires.  So a slow path of B
 	 * bytes is sampled with probability 1 - e^(-B/mean), independently of
-	 * the others.  The VM holds the rate near 500 a second by the mean: it
-	 * doubles for every 500 samples in a window of a second and halves back
-	 * for each quiet window; no slow path that ran out is left unsampled.
+	 * the others.  The VM holds the rate near 500 a second by the mean,
+	 * scaled by the rate it measures over windows that end at 500 samples
+	 * or a second, whichever comes first (up when over 500 a second, down
+	 * when under 125, never under 64 KiB); no slow path that ran out is
+	 * left unsampled.
 	 * method: the leaf-most Java frame, "package.Class.method",
 	 *   NUL-terminated; valid only while the probe fires.
 	 * weight_bytes: the bytes this sample stands for, B / (1 - e^(-B/mean))

@@ -171,15 +171,30 @@ static void jvmtrace_format_method(const Method* m, char* buf, size_t size) {
 // The mean starts at 64 KiB, not JEP 331's 512: a program that allocates
 // little (tens of MB/s) still gets hundreds of samples a second, enough for
 // its sites' shares to be right within a few per cent.  A program that
-// allocates a lot would get more than it should pay for, so the VM counts
-// its samples in windows of a second: every JVMTRACE_SAMPLES_PER_WINDOW
-// samples in one window double the mean, and each quiet window (under a
-// quarter of that) halves it back toward 64 KiB.  A second, not less: a
-// program that allocates in bursts keeps every slow path of a burst
-// sampled as long as it stays near 500 a second on the whole (Saxon: 1,600
-// slow paths of 500 KB TLABs in 3 s, whose sites are near ties that only
-// the whole set ranks right).  The rate is held by the mean, never
-// by leaving out a slow path that ran out (that would move its bytes onto
+// allocates a lot would get more than it should pay for, so the VM holds
+// the rate near JVMTRACE_SAMPLES_PER_WINDOW a second by moving the mean in
+// proportion to the rate it measures, over windows that start at a sample
+// and end at the first of:
+//  - the target's count of samples, sooner than a second: the mean scales
+//    up by the rate of that window over the target;
+//  - a pace over eight times the target, measured over the window's last
+//    quarter of the target's samples (125): the mean scales up by that pace
+//    over the target.  A program that allocates gigabytes a second
+//    (AllocBench: 10 GB/s, where 64 KiB is 150,000 samples a second)
+//    reaches its mean in its first 125 samples, and again when its
+//    compiled code takes over from the interpreter and allocates twenty
+//    times as fast; a window's own rate would have been diluted by its
+//    slow start (800 samples more on AllocWorker), and doubling the mean
+//    per 500, as the VM did before, took 4,000 samples and two seconds;
+//  - a sample past the second: a rate under a quarter of the target scales
+//    the mean down by the rate over the target (never under 64 KiB); a rate
+//    under the target and over a quarter of it leaves it alone.
+// A second, not less, and eight times the target: a program that
+// allocates in bursts keeps every slow path of a burst sampled as long as
+// it takes fewer than 500 in a second and 125 in 31 ms (Saxon: 1,600 slow
+// paths of 500 KB TLABs in 3 s, whose sites are near ties that only the
+// whole set ranks right).  The rate is held by the mean, never by leaving
+// out a slow path that ran out (that would move its bytes onto
 // whatever slow path came next: measured on Lucene, its byte buffers' share
 // fell from 24% to 13%).  A thread picks a new mean up at its next slow path
 // by rescaling what is left of its countdown (still exponential, of the new
@@ -188,9 +203,12 @@ static const int64_t JVMTRACE_SAMPLE_BASE_BYTES = 64 * 1024;
 static const int64_t JVMTRACE_SAMPLE_MAX_BYTES = (int64_t)1 << 40;
 static const jlong JVMTRACE_SAMPLE_WINDOW_NS = NANOSECS_PER_SEC;
 static const int JVMTRACE_SAMPLES_PER_WINDOW = 500;
+static const int JVMTRACE_SAMPLE_PACE_SAMPLES = JVMTRACE_SAMPLES_PER_WINDOW / 4;
+static const double JVMTRACE_SAMPLE_RUNAWAY_PACE = 8.0;  // times the target
 static volatile int64_t jvmtrace_sample_interval = JVMTRACE_SAMPLE_BASE_BYTES;
-static volatile jlong jvmtrace_sample_window = 0;
+static volatile jlong jvmtrace_sample_window_start = 0;  // javaTimeNanos; 0: none yet
 static volatile int jvmtrace_sample_window_used = 0;
+static volatile jlong jvmtrace_sample_pace_mark = 0;     // javaTimeNanos of the window's last pace check
 static THREAD_LOCAL int64_t jvmtrace_sample_countdown = 0;
 static THREAD_LOCAL int64_t jvmtrace_sample_mean = 0;  // the mean the countdown was drawn with
 static THREAD_LOCAL uint64_t jvmtrace_sample_rng = 0;
@@ -205,25 +223,41 @@ static int64_t jvmtrace_next_interval(int64_t mean) {
   return (int64_t)(-log(1.0 - u) * (double)mean) + 1;
 }
 
-// A sample was taken: count it in its window and move the mean.  Races
-// between threads lose an update at most; every sample's weight uses the
-// mean its own thread drew with, so none is ever weighed wrongly.
+// A sample was taken: count it in its window, and at the window's end move
+// the mean by the rate measured over it.  Races between threads lose a
+// count or an update at most (one thread ends a window: the one whose
+// compare-and-swap of its start wins); every sample's weight uses the mean
+// its own thread drew with, so none is ever weighed wrongly.  The first
+// sample after a while without any (a tracer attached again, a program
+// quiet for a time) ends a long window of a low rate: the mean goes back
+// toward 64 KiB.
 static void jvmtrace_sample_taken() {
-  const jlong w = os::javaTimeNanos() / JVMTRACE_SAMPLE_WINDOW_NS;
-  const jlong seen = Atomic::load(&jvmtrace_sample_window);
-  if (seen != w && Atomic::cmpxchg(&jvmtrace_sample_window, seen, w) == seen) {
-    const int used = Atomic::xchg(&jvmtrace_sample_window_used, 0);
-    // The window that ended, if quiet, and each window since (no sample at all).
-    const jlong quiet = (used < JVMTRACE_SAMPLES_PER_WINDOW / 4 ? 1 : 0) + MIN2((jlong)40, MAX2((jlong)0, w - seen - 1));
-    if (quiet > 0) {
-      const int64_t mean = Atomic::load(&jvmtrace_sample_interval);
-      Atomic::store(&jvmtrace_sample_interval, MAX2(JVMTRACE_SAMPLE_BASE_BYTES, mean >> quiet));
+  const jlong now = os::javaTimeNanos();
+  const jlong start = Atomic::load(&jvmtrace_sample_window_start);
+  const int used = Atomic::add(&jvmtrace_sample_window_used, 1);
+  const double target = (double)JVMTRACE_SAMPLES_PER_WINDOW;
+  double rate = (double)used * (double)JVMTRACE_SAMPLE_WINDOW_NS / (double)MAX2(now - start, (jlong)1);  // a second
+  bool ended = start == 0 || now - start >= JVMTRACE_SAMPLE_WINDOW_NS || used >= JVMTRACE_SAMPLES_PER_WINDOW;
+  if (!ended && used % JVMTRACE_SAMPLE_PACE_SAMPLES == 0) {
+    const jlong mark = Atomic::xchg(&jvmtrace_sample_pace_mark, now);
+    const double pace = (double)JVMTRACE_SAMPLE_PACE_SAMPLES * (double)JVMTRACE_SAMPLE_WINDOW_NS /
+                        (double)MAX2(now - mark, (jlong)1);
+    if (pace > JVMTRACE_SAMPLE_RUNAWAY_PACE * target) {
+      rate = pace;
+      ended = true;
     }
   }
-  if (Atomic::add(&jvmtrace_sample_window_used, 1) % JVMTRACE_SAMPLES_PER_WINDOW == 0) {
-    const int64_t mean = Atomic::load(&jvmtrace_sample_interval);
-    Atomic::store(&jvmtrace_sample_interval, MIN2(JVMTRACE_SAMPLE_MAX_BYTES, mean * 2));
+  if (!ended || Atomic::cmpxchg(&jvmtrace_sample_window_start, start, now) != start) {
+    return;
   }
+  Atomic::store(&jvmtrace_sample_window_used, 0);
+  Atomic::store(&jvmtrace_sample_pace_mark, now);
+  if (start == 0 || (rate <= target && rate >= target / 4)) {
+    return;  // the first window, or a rate near the target
+  }
+  const double mean = (double)Atomic::load(&jvmtrace_sample_interval) * (rate / target);
+  Atomic::store(&jvmtrace_sample_interval,
+                (int64_t)MIN2((double)JVMTRACE_SAMPLE_MAX_BYTES, MAX2((double)JVMTRACE_SAMPLE_BASE_BYTES, mean)));
 }
 
 // The frames and the leaf's name on this function's own stack (valid while
