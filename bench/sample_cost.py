@@ -10,9 +10,11 @@ kernel's BPF statistics on (sysctl kernel.bpf_stats_enabled, restored
 after), and prints, per run, each BPF program's hits and its mean run time
 per hit, and the samples `record -v` says woke nobody.  The JVM's CPU is
 bench/cpu_overhead.py's to measure; this isolates the program's share.
-With --compare, the same with a second jvmtrace binary, runs interleaved.
+With --compare, the same with a second jvmtrace binary, runs interleaved;
+with --compare-home, the same jvmtrace on a second patched JDK (another
+build of the VM's sampler: decision 118), runs interleaved.
 
-  sudo bench/sample_cost.py [--runs 3] [--gc G1] [--jvmtrace PATH] [--compare PATH]
+  sudo bench/sample_cost.py [--runs 3] [--gc G1] [--jvmtrace PATH] [--compare PATH | --compare-home JAVA_HOME]
 """
 import argparse
 import os
@@ -81,19 +83,22 @@ def one_run(jvmtrace, java, classes, gc, work, args):
     jvm.stdin.flush()
     # The programs' counters vanish with them: the last look before the JVM
     # ends is the run's (polled every 50 ms; a few hits may come after it).
-    while jvm.poll() is None:
+    while True:
+        pid, status, usage = os.wait4(jvm.pid, os.WNOHANG)  # (reaped here, for its rusage)
+        if pid == jvm.pid:
+            jvm.returncode = os.waitstatus_to_exitcode(status)
+            break
         now = prog_stats()
         if now:
             last = now
         time.sleep(0.05)
-    jvm.wait()
     rec.wait(120)
     reader.join(10)
     out = "\n".join(lines)
     samples = re.search(r"(\d+) allocation samples with", out)
     quiet = re.search(r"(\d+) of the samples were of a stack already named", out)
     return {"programs": last, "samples": int(samples.group(1)) if samples else 0,
-            "quiet": int(quiet.group(1)) if quiet else None}
+            "quiet": int(quiet.group(1)) if quiet else None, "jvm_cpu": usage.ru_utime + usage.ru_stime}
 
 
 def main():
@@ -104,6 +109,7 @@ def main():
     ap.add_argument("--line", default="17")
     ap.add_argument("--jvmtrace", default=str(REPO / "build/userspace/jvmtrace"))
     ap.add_argument("--compare", help="a second jvmtrace binary, run interleaved with the first")
+    ap.add_argument("--compare-home", help="a second patched JAVA_HOME (17: the same line), run interleaved")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--iterations", type=int, default=60_000_000)
     ap.add_argument("--warmup", type=int, default=15_000_000)
@@ -111,11 +117,14 @@ def main():
     if os.geteuid() != 0:
         sys.exit("sample_cost: needs root (BPF statistics, record)")
     home = os.environ.get("JVMTRACE_PATCHED_HOME") or patched_home(a.line)
-    java = str(Path(home) / "bin/java")
-    binaries = [("first", a.jvmtrace)] + ([("second", a.compare)] if a.compare else [])
+    if a.compare and a.compare_home:
+        sys.exit("sample_cost: --compare or --compare-home, not both")
+    # (name, jvmtrace, JAVA_HOME) of each variant
+    binaries = [("first", a.jvmtrace, home)] + ([("second", a.compare, home)] if a.compare else []) + (
+        [("second", a.jvmtrace, a.compare_home)] if a.compare_home else [])
     stats_path = Path("/proc/sys/kernel/bpf_stats_enabled")
     before = stats_path.read_text().strip()
-    results = {name: [] for name, _ in binaries}
+    results = {name: [] for name, _, _ in binaries}
     with tempfile.TemporaryDirectory(prefix="jvmtrace-samplecost-") as tmp:
         work = Path(tmp)
         classes = work / "classes"
@@ -125,29 +134,32 @@ def main():
         shutil.copy(REPO / "tests/java/TestSupport.java", sources[1])
         subprocess.run([str(Path(home) / "bin/javac"), "-d", str(classes), *map(str, sources)], check=True)
         print(f"# sample_cost: AllocBench {a.threads} threads x {a.iterations} iterations, {a.gc}, JDK {a.line} "
-              f"({home}); {a.runs} runs each of: " + ", ".join(f"{n} = {b}" for n, b in binaries))
+              f"; {a.runs} runs each of: " + ", ".join(f"{n} = {b} on {h}" for n, b, h in binaries))
         try:
             stats_path.write_text("1")
             for i in range(a.runs):
-                for name, binary in (binaries if i % 2 == 0 else binaries[::-1]):
-                    r = one_run(binary, java, classes, a.gc, work, a)
+                for name, binary, jhome in (binaries if i % 2 == 0 else binaries[::-1]):
+                    r = one_run(binary, str(Path(jhome) / "bin/java"), classes, a.gc, work, a)
                     results[name].append(r)
                     progs = "  ".join(f"{p} {c} hits {t / c / 1000:.2f} us/hit" for p, (t, c) in
                                       sorted(r["programs"].items()) if c)
-                    print(f"run {i + 1} {name:6s} samples {r['samples']} quiet {r['quiet']}  {progs}", flush=True)
+                    print(f"run {i + 1} {name:6s} samples {r['samples']} quiet {r['quiet']} JVM CPU {r['jvm_cpu']:.3f} s"
+                          f"  {progs}", flush=True)
         finally:
             stats_path.write_text(before)
     print()
-    print("| jvmtrace | alloc__sample hits (median) | us per hit (median) | samples that woke nobody |")
-    print("|---|---|---|---|")
-    for name, binary in binaries:
+    print("| variant | alloc__sample hits (median) | us per hit (median) | samples that woke nobody "
+          "| JVM CPU s (median) |")
+    print("|---|---|---|---|---|")
+    for name, binary, jhome in binaries:
         rs = [r for r in results[name] if "alloc__sample" in r["programs"]]
         per_hit = statistics.median(r["programs"]["alloc__sample"][0] / r["programs"]["alloc__sample"][1] / 1000
                                     for r in rs) if rs else float("nan")
         hits = statistics.median(r["programs"]["alloc__sample"][1] for r in rs) if rs else 0
         quiet = [r["quiet"] / r["samples"] for r in results[name] if r["quiet"] is not None and r["samples"]]
         q = f"{statistics.median(quiet) * 100:.1f}%" if quiet else "(not reported)"
-        print(f"| {name} ({binary}) | {hits:.0f} | {per_hit:.2f} | {q} |")
+        cpu = statistics.median(r["jvm_cpu"] for r in results[name]) if results[name] else float("nan")
+        print(f"| {name} ({binary} on {jhome}) | {hits:.0f} | {per_hit:.2f} | {q} | {cpu:.3f} |")
 
 
 if __name__ == "__main__":
