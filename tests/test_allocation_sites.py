@@ -39,7 +39,7 @@ import pytest
 
 from conftest import BUILD_DIR, JDK_LINES, jdk_homes
 from corpus import PROGRAMS, record_held
-from helpers import LineReader, wait_until
+from helpers import LineReader, reap, wait_until
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
 
@@ -313,10 +313,7 @@ def test_method_names_stay_right(jdks, java_classes, tmp_path, delay_ms):
         assert rec.wait(120) == 0
         rec_err = "\n".join(err.drain())
     finally:
-        for p in (jvm, rec):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait(60)
+        reap(jvm, rec)
     assert (tmp_path / "unload.log").read_text().count("unloading class Gen") > 100, "classes were not unloaded"
     r = subprocess.run([str(JVMTRACE), "dump", "--json", str(trace)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
@@ -360,17 +357,19 @@ RATE_ITERATIONS = 300_000_000  # AllocWorker: about 30 GB, 4-8 s
 
 
 def test_sample_rate_is_held_from_the_start(jdks, java_classes, tmp_path):
-    """The VM holds alloc__sample near its target rate from the start, not
-    only after seconds (decision 118).  AllocWorker allocates gigabytes a
-    second, where the starting mean (64 KiB) would give 20,000 samples a
-    second or more: the mean must reach its level within the first
-    target's worth of samples and the compilers' speed-up after it, so the
-    whole run takes at most the target rate over its span plus three
-    targets' worth (the first window, the JIT's speed-up, the counting
-    races).  Doubling the mean per 500 samples, as the VM did before, spent
-    about 4,000 samples on the way (1,800 a second over AllocWorker's
-    first 2 s).  Nor may it fall far under: the mean comes down when a
-    second has under a quarter of the target, so an allocating program
+    """The VM holds alloc__sample within its band (125 to 1,000 a second,
+    landing on 500 when it moves the mean) from the start, not only after
+    seconds (decision 118).  AllocWorker allocates gigabytes a second, where
+    the starting mean (64 KiB) would give 20,000 samples a second or more:
+    the mean must reach its level within the first samples, and again when
+    C2 takes over from the interpreter and allocates twenty times as fast.
+    So no second of the run holds more than four times the target (the
+    band's top, the samples before a jump is seen, the counting races), and
+    the whole run no more than the band's top over its span plus three
+    targets.  Doubling the mean per 500 samples, as the VM did before,
+    spent about 4,000 samples on the way: 2,873 in one second of
+    AllocWorker's run.  Nor may it fall far under: the mean comes down when
+    a second has under a quarter of the target, so an allocating program
     keeps at least a fifth of the target."""
     trace = tmp_path / "rate.jvmtrace"
     java = Path(jdks["patched"]) / "bin/java"
@@ -391,10 +390,7 @@ def test_sample_rate_is_held_from_the_start(jdks, java_classes, tmp_path):
         assert jvm.returncode == 0 and "checksum" in out, jerr[-2000:]
         assert rec.wait(120) == 0, "\n".join(err.drain())
     finally:
-        for p in (jvm, rec):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait(60)
+        reap(jvm, rec)
     r = subprocess.run([str(JVMTRACE), "dump", "--json", str(trace)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     stamps = sorted(json.loads(l)["ts_ns"] for l in r.stdout.splitlines() if '"alloc__sample"' in l)
@@ -404,5 +400,6 @@ def test_sample_rate_is_held_from_the_start(jdks, java_classes, tmp_path):
     info = f"{len(stamps)} samples over {span:.2f} s; by second: {sorted(per_second.items())}"
     print(info)
     assert span >= 2, f"the run was too short to measure a rate: {info}"
-    assert len(stamps) <= SAMPLES_PER_SECOND * (span + 3), info
+    assert max(per_second.values()) <= 4 * SAMPLES_PER_SECOND, info
+    assert len(stamps) <= 2 * SAMPLES_PER_SECOND * span + 3 * SAMPLES_PER_SECOND, info
     assert len(stamps) >= SAMPLES_PER_SECOND / 5 * span, info

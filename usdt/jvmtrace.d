@@ -235,9 +235,9 @@ provider jvmtrace {
 	 * bytes is sampled with probability 1 - e^(-B/mean), independently of
 	 * the others.  The VM holds the rate near 500 a second by the mean,
 	 * scaled by the rate it measures over windows that end at 500 samples
-	 * or a second, whichever comes first (up when over 500 a second, down
-	 * when under 125, never under 64 KiB); no slow path that ran out is
-	 * left unsampled.
+	 * or a second, whichever comes first: a rate over 1,000 a second or
+	 * under 125 moves it back to 500 (never under 64 KiB); no slow path
+	 * that ran out is left unsampled.
 	 * method: the leaf-most Java frame, "package.Class.method",
 	 *   NUL-terminated; valid only while the probe fires.
 	 * weight_bytes: the bytes this sample stands for, B / (1 - e^(-B/mean))

@@ -175,8 +175,11 @@ static void jvmtrace_format_method(const Method* m, char* buf, size_t size) {
 // the rate near JVMTRACE_SAMPLES_PER_WINDOW a second by moving the mean in
 // proportion to the rate it measures, over windows that start at a sample
 // and end at the first of:
-//  - the target's count of samples, sooner than a second: the mean scales
-//    up by the rate of that window over the target;
+//  - the target's count of samples, sooner than a second: a rate over
+//    twice the target scales the mean up by the rate over the target (a
+//    rate under twice leaves it alone: a short program at 500 to 1,000 slow
+//    paths a second, Rhino's or Saxon's, keeps every one sampled, which the
+//    agreement of its near ties with JFR needs);
 //  - a pace over eight times the target, measured over the window's last
 //    quarter of the target's samples (125): the mean scales up by that pace
 //    over the target.  A program that allocates gigabytes a second
@@ -187,11 +190,12 @@ static void jvmtrace_format_method(const Method* m, char* buf, size_t size) {
 //    slow start (800 samples more on AllocWorker), and doubling the mean
 //    per 500, as the VM did before, took 4,000 samples and two seconds;
 //  - a sample past the second: a rate under a quarter of the target scales
-//    the mean down by the rate over the target (never under 64 KiB); a rate
-//    under the target and over a quarter of it leaves it alone.
+//    the mean down by the rate over the target (never under 64 KiB).
+// So the rate settles between a quarter of the target and twice it, and a
+// rate moved from outside that band lands on the target.
 // A second, not less, and eight times the target: a program that
 // allocates in bursts keeps every slow path of a burst sampled as long as
-// it takes fewer than 500 in a second and 125 in 31 ms (Saxon: 1,600 slow
+// it takes fewer than 1,000 in a second and 125 in 31 ms (Saxon: 1,600 slow
 // paths of 500 KB TLABs in 3 s, whose sites are near ties that only the
 // whole set ranks right).  The rate is held by the mean, never by leaving
 // out a slow path that ran out (that would move its bytes onto
@@ -205,6 +209,7 @@ static const jlong JVMTRACE_SAMPLE_WINDOW_NS = NANOSECS_PER_SEC;
 static const int JVMTRACE_SAMPLES_PER_WINDOW = 500;
 static const int JVMTRACE_SAMPLE_PACE_SAMPLES = JVMTRACE_SAMPLES_PER_WINDOW / 4;
 static const double JVMTRACE_SAMPLE_RUNAWAY_PACE = 8.0;  // times the target
+static const double JVMTRACE_SAMPLE_HIGH = 2.0;          // times the target: the band's top
 static volatile int64_t jvmtrace_sample_interval = JVMTRACE_SAMPLE_BASE_BYTES;
 static volatile jlong jvmtrace_sample_window_start = 0;  // javaTimeNanos; 0: none yet
 static volatile int jvmtrace_sample_window_used = 0;
@@ -252,8 +257,8 @@ static void jvmtrace_sample_taken() {
   }
   Atomic::store(&jvmtrace_sample_window_used, 0);
   Atomic::store(&jvmtrace_sample_pace_mark, now);
-  if (start == 0 || (rate <= target && rate >= target / 4)) {
-    return;  // the first window, or a rate near the target
+  if (start == 0 || (rate <= JVMTRACE_SAMPLE_HIGH * target && rate >= target / 4)) {
+    return;  // the first window, or a rate within the band
   }
   const double mean = (double)Atomic::load(&jvmtrace_sample_interval) * (rate / target);
   Atomic::store(&jvmtrace_sample_interval,
