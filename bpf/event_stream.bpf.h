@@ -28,11 +28,12 @@ __u64 dropped = 0;
  * milliseconds: an exit without its refill, a GC end without its start). */
 __u32 stopped = 0;
 
-/* Threads and names already sent.  User space names a thread (from /proc)
- * or a class or GC name (from the JVM's memory) when it first sees it,
- * which must happen while both still exist: an event with a key not seen
+/* Threads and names already sent.  A thread's name is read here, by the
+ * thread itself, before its first record (name_thread_once); user space
+ * reads a class or GC name (from the JVM's memory) when it first sees it,
+ * which must happen while it still exists: an event with a name not seen
  * before wakes the reader at once.  An LRU map forgets old keys, which only
- * costs an early wakeup. */
+ * costs an early wakeup or a thread's name sent again. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
@@ -53,6 +54,30 @@ static __always_inline bool fresh(__u64 key)
 	return true;
 }
 
+/* The firing thread's name (its comm), the first time it fires: a record
+ * ahead of the thread's first one, so user space has it before it needs it.
+ * Read by the thread itself, so a thread that has exited by the time the
+ * reader gets to its events still has its name; before, user space read
+ * /proc at its first event, up to 50 ms later (more under load), and a
+ * short-lived thread was "<exited>" for good (stat's decision 114, for
+ * record).  A name that finds the ring buffer full is not an event lost:
+ * user space falls back to /proc. */
+static __always_inline void name_thread_once(void)
+{
+	__u64 rec[JT_EVENT_SIZE(2) / 8] = {};
+	struct jt_event *e = (struct jt_event *)rec;
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if (!fresh(SEEN_THREAD | (__u32)id))
+		return;
+	e->ts_ns = bpf_ktime_get_ns();
+	e->tid = (__u32)id;
+	e->probe = JT_K_THREAD_NAME;
+	e->nargs = 2;
+	bpf_get_current_comm(&rec[2], 16);
+	bpf_ringbuf_output(&events, rec, sizeof rec, BPF_RB_NO_WAKEUP);
+}
+
 /* A record of size bytes for nargs arguments (and what follows them) with
  * its header filled, or NULL: the ring buffer is full (counted as dropped)
  * or the recording has stopped. */
@@ -62,6 +87,7 @@ static __always_inline struct jt_event *event_reserve_bytes(__u16 probe, const i
 
 	if (stopped) /* the recording has ended: not a loss */
 		return 0;
+	name_thread_once();
 	e = bpf_ringbuf_reserve(&events, size, 0);
 
 	if (!e) {
@@ -81,12 +107,10 @@ static __always_inline struct jt_event *event_reserve(__u16 probe, const int nar
 	return event_reserve_bytes(probe, nargs, JT_EVENT_SIZE(nargs));
 }
 
-/* Sends e; wakes the reader if wake (a name it must read now), for a new
- * thread, or once wakeup_bytes are waiting. */
+/* Sends e; wakes the reader if wake (a name it must read now), or once
+ * wakeup_bytes are waiting. */
 static __always_inline void event_submit(struct jt_event *e, bool wake)
 {
-	if (fresh(SEEN_THREAD | e->tid))
-		wake = true;
 	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
 		wake = true;
 	bpf_ringbuf_submit(e, wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);

@@ -36,6 +36,8 @@ enum jt_probe {
 	JT_K_ALLOC_BATCH = 0x42, /* alloc__batch: 3 arguments, then the records */
 	JT_K_ALLOC_SAMPLE = 0x43, /* alloc__sample: JT_SAMPLE_ARGS arguments, then the
 				   * VM's native frames, then the Java frames */
+	JT_K_THREAD_NAME = 0x44,  /* the firing thread's name (comm, 16 bytes in args[0..1],
+				   * NUL-padded), before its first record */
 };
 
 /* Arguments of a trace event (the trace format's probes): safepoint__end

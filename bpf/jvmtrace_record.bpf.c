@@ -89,6 +89,7 @@ static __always_inline int emit_batch(struct pt_regs *ctx, __u16 kind, __u64 max
 
 	if (!buf || stopped)
 		return 0;
+	name_thread_once();
 	bpf_usdt_arg(ctx, 0, &records);
 	bpf_usdt_arg(ctx, 1, &count);
 	bpf_usdt_arg(ctx, 2, &record_bytes);
@@ -203,6 +204,7 @@ SEC("usdt") int alloc__sample(struct pt_regs *ctx)
 
 	if (!buf || stopped)
 		return 0;
+	name_thread_once();
 	e->ts_ns = bpf_ktime_get_ns();
 	e->tid = (__u32)bpf_get_current_pid_tgid();
 	e->probe = JT_K_ALLOC_SAMPLE;

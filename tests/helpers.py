@@ -27,6 +27,15 @@ def run_checked(cmd, **kw):
     return r
 
 
+def reap(*procs):
+    """Kill and wait for each process (None: skipped) still running: a
+    test's finally, so nothing it started outlives it."""
+    for p in procs:
+        if p is not None and p.poll() is None:
+            p.kill()
+            p.wait(60)
+
+
 def wait_until(pred, timeout, what, interval=0.01):
     """Polls pred until it is true (a condition with no stream to read, such
     as a file appearing); fails after timeout seconds naming what."""

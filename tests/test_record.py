@@ -15,7 +15,7 @@ import pytest
 
 from conftest import BUILD_DIR
 from helpers import (PROBES, SEPARATE, SLOW_OUTSIDE_TLAB, LineReader, contract_probes, exec_argv, go_uptime_s,
-                     jfr_events, parse_gc_log, traced_run)
+                     jfr_events, parse_gc_log, reap, traced_run)
 from test_jvm_probes import GCS, java_cmd, worker_tid
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
@@ -655,3 +655,66 @@ def test_stacks_of_a_jvm_whose_tmp_went_with_its_namespace_are_named_from_its_ex
         assert total > 100 << 20 and in_work >= 0.7 * total, (in_work, total, r.stderr[-1500:])
     finally:
         shutil.rmtree(classes, ignore_errors=True)
+
+
+def test_a_thread_gone_before_the_recorder_looks_keeps_its_name(jdks, java_classes, tmp_path):
+    """ShortThreads runs 40 threads one after another, each named short-NN,
+    allocating 1 MB and gone in a moment.  The recorder is stopped (SIGSTOP:
+    a loaded host) from before the first starts until after the last has
+    exited, so by the time it reads their events every one is gone from
+    /proc.  Each is still named in the trace: its name was read in the
+    kernel by the thread itself before its first record (decision 119).
+    Before, record read /proc/PID/task/TID/comm at a thread's first event
+    and wrote "<exited>" for all 40.  The heap is large enough for no
+    collection to run meanwhile: at a safepoint the VM thread flushes every
+    thread's batch, and a thread whose records are first seen in the VM
+    thread's batch is named from /proc as before (the kernel can only read
+    the name of the thread that fires).  A safepoint of another cause may
+    still catch one or two: at most 2 of 40 may be unnamed."""
+    threads, may_miss = 40, 2
+    trace = tmp_path / "short.jvmtrace"
+    java = Path(jdks["patched"]) / "bin/java"
+    jvm = subprocess.Popen([str(java), "-XX:+UseG1GC", "-Xms1g", "-Xmx1g", "-Xmn800m", "-cp", str(java_classes),
+                            "ShortThreads", str(threads)], cwd=tmp_path, stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    rec = None
+    try:
+        out = LineReader(jvm.stdout)
+        out.wait_for(lambda l: l.startswith("ready "), 60, "ShortThreads to start")
+        rec = subprocess.Popen([str(JVMTRACE), "record", "-v", "--buffer-mb", "64", "-p", str(jvm.pid), "-o",
+                                str(trace)], stderr=subprocess.PIPE, text=True)
+        err = LineReader(rec.stderr)
+        err.wait_for(lambda l: l.startswith("Recording PID"), 60, "jvmtrace record to attach")
+        os.kill(rec.pid, signal.SIGSTOP)
+        try:
+            jvm.stdin.write("go\n")
+            jvm.stdin.flush()
+            out.wait_for(lambda l: l.startswith("done "), 120, "ShortThreads' threads to finish")
+            alive = [t for t in os.listdir(f"/proc/{jvm.pid}/task")
+                     if open(f"/proc/{jvm.pid}/task/{t}/comm").read().startswith("short-")]
+            assert not alive, f"threads still alive while the recorder was stopped: {alive}"
+        finally:
+            os.kill(rec.pid, signal.SIGCONT)
+        jvm.stdin.write("\n")
+        jvm.stdin.close()
+        assert jvm.wait(120) == 0, jvm.stderr.read()[-2000:]
+        assert rec.wait(120) == 0, "\n".join(err.drain())
+        rec_err = "\n".join(err.drain())
+    finally:
+        reap(jvm, rec)
+    r, recs = dump_json(trace)
+    assert r.returncode == 0, r.stderr
+    events = [x for x in recs if x.get("type") == "event"]
+    names = {x["thread"] for x in events if x["thread"].startswith("short-")}
+    info = f"{len(names)} of {threads} named: {sorted(names)}; {rec_err[-600:]}"
+    print(info)
+    assert names <= {f"short-{i:02d}" for i in range(threads)}, info
+    assert len(names) >= threads - may_miss, info
+    m = re.search(r"threads: (\d+) named by the kernel as they first fired, (\d+) from /proc; (\d+) without a name",
+                  rec_err)
+    assert m and int(m.group(1)) >= len(names), info
+    # A thread that is named is named on every one of its events.
+    by_tid = defaultdict(set)
+    for x in events:
+        by_tid[x["tid"]].add(x["thread"])
+    assert all(len(v) == 1 for v in by_tid.values()), {t: v for t, v in by_tid.items() if len(v) > 1}

@@ -178,6 +178,12 @@ void print_summary(const Options& o, const trace::TraceWriter& writer, const Rec
     std::fprintf(stderr, "jvmtrace record: %llu blocks in the last file; the largest block payload %zu bytes "
                  "(the limit: %u); %.1f ms in fsync/fdatasync\n", (unsigned long long)writer.blocks(),
                  writer.largest_payload(), trace::kMaxPayload, writer.sync_ns() / 1e6);
+  if (o.verbose) {
+    const Recorder::ThreadCounts& t = recorder.thread_counts_;
+    std::fprintf(stderr, "jvmtrace record: threads: %llu named by the kernel as they first fired, %llu from /proc; "
+                 "%llu without a name (gone before /proc was read)\n", (unsigned long long)t.by_kernel,
+                 (unsigned long long)t.from_proc, (unsigned long long)t.unnamed);
+  }
   if (namer) {
     const Recorder::SampleCounts& c = recorder.sample_counts_;
     std::fprintf(stderr, "jvmtrace record: %llu allocation samples with the VM's own stacks (%llu Java frames, "

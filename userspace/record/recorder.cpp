@@ -29,6 +29,7 @@ int Recorder::on_event(void* ctx, void* data, size_t size) {
 void Recorder::add(const jt_event& k, size_t size) {
   const bool has_stack = k.probe & JT_EVENT_HAS_STACK;
   const uint16_t probe = k.probe & ~JT_EVENT_HAS_STACK;
+  if (probe == JT_K_THREAD_NAME) return add_thread_name(k, size, has_stack);
   if (probe == JT_K_PLAB_BATCH) return add_plab_batch(k, size, has_stack);
   flush_plab_events();
   if (probe == JT_K_ALLOC_SLOW) return add_alloc_slow(k, size, has_stack);
@@ -567,12 +568,34 @@ uint64_t Recorder::text(const std::string& s) {
   return texts_.emplace(s, w_->define_string(s)).first->second;
 }
 
+void Recorder::add_thread_name(const jt_event& k, size_t size, bool has_stack) {
+  if (has_stack || k.nargs != 2 || size < JT_EVENT_SIZE(2)) {
+    malformed_++;
+    return;
+  }
+  // Kept until the thread's first event (the next record of that thread, as
+  // a rule); bounded like the thread table itself.
+  if (threads_.count(k.tid) || kernel_thread_names_.size() >= kMaxThreads) return;
+  const char* comm = reinterpret_cast<const char*>(&k.args[0]);
+  kernel_thread_names_[k.tid] = std::string(comm, strnlen(comm, 16));
+}
+
 uint64_t Recorder::thread(uint32_t tid) {
   auto it = threads_.find(tid);
   if (it != threads_.end()) return it->second;
   if (!room_for(threads_.size(), kMaxThreads, 16)) return kNotKept;  // (a thread's name: 15 bytes at most)
-  std::string name = thread_name(pid_, tid);
-  if (!target_.alive()) name.clear();  // (the number may be another process's now)
+  std::string name;
+  auto kernel = kernel_thread_names_.find(tid);
+  if (kernel != kernel_thread_names_.end()) {  // read by the thread itself as it fired
+    name = std::move(kernel->second);
+    kernel_thread_names_.erase(kernel);
+    thread_counts_.by_kernel++;
+  } else {  // a thread seen first in another's batch, or whose name record was lost
+    name = thread_name(pid_, tid);
+    if (!target_.alive()) name.clear();  // (the number may be another process's now)
+    thread_counts_.from_proc++;
+  }
+  if (name.empty()) thread_counts_.unnamed++;
   name_bytes_ += name.size();
   return threads_.emplace(tid, w_->define_thread(tid, name.empty() ? "<exited>" : name)).first->second;
 }

@@ -118,6 +118,11 @@ class Recorder {
     uint64_t stacks_named = 0;     // (epoch, stack)s handed to on_stack_named
     std::string namer_problem;     // why methods could not be named at all (the VM's tables), if so
   } sample_counts_;
+  struct ThreadCounts {
+    uint64_t by_kernel = 0;  // named by the kernel, read by the thread itself at its first record
+    uint64_t from_proc = 0;  // named from /proc when first seen (in another thread's batch, as a rule)
+    uint64_t unnamed = 0;    // of all, without a name: gone before /proc was read ("<exited>")
+  } thread_counts_;
   // Events not stored, by cause (trace::LostKind): written as lost records.
   uint64_t malformed_ = 0, gc_end_unpaired_ = 0;
   uint64_t names_full_ = 0;  // events not recorded: a name table was full
@@ -236,6 +241,7 @@ class Recorder {
   uint64_t text(const std::string& s);
 
   uint64_t thread(uint32_t tid);
+  void add_thread_name(const jt_event& k, size_t size, bool has_stack);
 
   // A class is its name's address and length (a HotSpot Symbol's bytes: a
   // different length at the same address is a different, later Symbol).
@@ -251,6 +257,7 @@ class Recorder {
   pid_t pid_;
   trace::TraceWriter* w_;
   std::unordered_map<uint32_t, uint32_t> threads_;
+  std::unordered_map<uint32_t, std::string> kernel_thread_names_;  // tid -> comm, until its first event
   std::map<std::pair<uint64_t, uint64_t>, uint32_t> classes_;
   std::unordered_map<uint64_t, uint32_t> strings_;
   const StockTarget* stock_;
