@@ -51,9 +51,10 @@ std::map<AllocationProfile::RawKey, AllocationProfile::Weight> AllocationProfile
     const uint32_t thread = std::get<0>(k);
     auto traced = traced_by_thread_.find(thread);
     const uint64_t estimated = estimated_by_thread_.at(thread);
+    if (traced == traced_by_thread_.end() || traced->second == 0) continue;  // untraced_samples()
     Weight& o = out[k];
     o.samples = w.samples;
-    if (traced == traced_by_thread_.end() || estimated == 0) {
+    if (estimated == 0) {  // (every sample weighs at least its own slow path's bytes: not from the VM)
       o.bytes = w.bytes;
       o.objects = w.objects;
       continue;
@@ -74,6 +75,17 @@ std::map<AllocationProfile::RawKey, AllocationProfile::Weight> AllocationProfile
     for (size_t i = 0; left > 0 && !rest.empty(); i = (i + 1) % rest.size(), left--) out[rest[i].second].bytes++;
   }
   return out;
+}
+
+std::pair<uint64_t, uint64_t> AllocationProfile::untraced_samples() const {
+  uint64_t samples = 0, bytes = 0;
+  for (const auto& [k, w] : by_key_) {
+    auto traced = traced_by_thread_.find(std::get<0>(k));
+    if (traced != traced_by_thread_.end() && traced->second > 0) continue;
+    samples += w.samples;
+    bytes += w.bytes;
+  }
+  return {samples, bytes};
 }
 
 uint64_t AllocationProfile::sampled_bytes() const {

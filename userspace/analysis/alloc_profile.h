@@ -56,14 +56,19 @@ class AllocationProfile {
   uint64_t unsampled_bytes() const;
   // Java frames in the samples' stacks (each sample counted), and of those
   // the ones whose method the recorder could not name.
+  // Samples of threads whose slow paths are not in the trace, and the
+  // bytes the VM estimated they stand for: in no profile (see scaled()).
+  std::pair<uint64_t, uint64_t> untraced_samples() const;
   uint64_t frames() const { return frames_; }
   uint64_t frames_unknown() const { return frames_unknown_; }
 
  private:
   using RawKey = std::tuple<uint32_t, uint64_t, uint64_t, bool>;  // (thread, stack, class, outside)
-  // by_key_ with each thread's weights scaled to its traced bytes (a
-  // thread with samples but no traced bytes, whose slow paths were lost,
-  // keeps the VM's estimates).
+  // by_key_ with each thread's weights scaled to its traced bytes.  A
+  // thread with samples but no traced bytes is left out: its slow paths are
+  // not in the trace (lost, or still in the thread's batch when the JVM
+  // exited: a compiler thread's one TLAB), so the bytes its samples stand
+  // for are not among the traced bytes either (untraced_samples()).
   std::map<RawKey, Weight> scaled() const;
 
   const trace::TraceReader& reader_;

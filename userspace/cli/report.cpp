@@ -180,7 +180,9 @@ void print_report(analysis::TraceSummary& sum, bool json, double interval, int t
                                {"sampled_bytes", prof.sampled_bytes()},
                                {"unsampled_bytes", prof.unsampled_bytes()},
                                {"java_frames", prof.frames()},
-                               {"java_frames_unknown", prof.frames_unknown()}};
+                               {"java_frames_unknown", prof.frames_unknown()},
+                               {"untraced_samples", prof.untraced_samples().first},
+                               {"untraced_estimated_bytes", prof.untraced_samples().second}};
     j["tlab_size"] = stats_json(tlab);
     j["tlab_waste_bytes"] = sum.tlab_waste;
     j["outside_tlab_size"] = stats_json(outside);
@@ -295,6 +297,9 @@ void print_report(analysis::TraceSummary& sum, bool json, double interval, int t
                 "for, scaled to its thread's traced bytes; %.1f%% of the bytes in threads never sampled; %" PRIu64
                 " of %" PRIu64 " Java frames of methods not named):\n",
                 prof.samples(), 100.0 * prof.unsampled_bytes() / traced, prof.frames_unknown(), prof.frames());
+    if (const auto [n, bytes] = prof.untraced_samples(); n)
+      std::printf("  (%" PRIu64 " samples left out, about %" PRIu64 " bytes: their threads' slow paths are not in the "
+                  "trace, lost or still batched when the JVM exited)\n", n, bytes);
     std::printf("  %14s %7s %12s  %s\n", "BYTES", "SHARE", "OBJECTS~", "SITE (the leaf-most Java frame: method:line (file))");
     const auto site_list = prof.sites();
     for (size_t i = 0; i < site_list.size() && i < static_cast<size_t>(top); i++) {
