@@ -363,10 +363,11 @@ def test_sample_rate_is_held_from_the_start(jdks, java_classes, tmp_path):
     the starting mean (64 KiB) would give 20,000 samples a second or more:
     the mean must reach its level within the first samples, and again when
     C2 takes over from the interpreter and allocates twenty times as fast.
-    So no second of the run holds more than four times the target (the
-    band's top, the samples before a jump is seen, the counting races), and
-    the whole run no more than the band's top over its span plus three
-    targets.  Doubling the mean per 500 samples, as the VM did before,
+    So no second of the run holds more than five times the target (the
+    band's top, the window that sees a jump, the one that window's slow
+    start diluted, the counting races; replayed offline on real slow-path
+    streams the worst second held 1,741), and the whole run no more than
+    the band's top over its span plus three targets.  Doubling the mean per 500 samples, as the VM did before,
     spent about 4,000 samples on the way: 2,873 in one second of
     AllocWorker's run.  Nor may it fall far under: the mean comes down when
     a second has under a quarter of the target, so an allocating program
@@ -400,6 +401,6 @@ def test_sample_rate_is_held_from_the_start(jdks, java_classes, tmp_path):
     info = f"{len(stamps)} samples over {span:.2f} s; by second: {sorted(per_second.items())}"
     print(info)
     assert span >= 2, f"the run was too short to measure a rate: {info}"
-    assert max(per_second.values()) <= 4 * SAMPLES_PER_SECOND, info
+    assert max(per_second.values()) <= 5 * SAMPLES_PER_SECOND, info
     assert len(stamps) <= 2 * SAMPLES_PER_SECOND * span + 3 * SAMPLES_PER_SECOND, info
     assert len(stamps) >= SAMPLES_PER_SECOND / 5 * span, info

@@ -179,23 +179,23 @@ static void jvmtrace_format_method(const Method* m, char* buf, size_t size) {
 //    twice the target scales the mean up by the rate over the target (a
 //    rate under twice leaves it alone: a short program at 500 to 1,000 slow
 //    paths a second, Rhino's or Saxon's, keeps every one sampled, which the
-//    agreement of its near ties with JFR needs);
-//  - a pace over eight times the target, measured over the window's last
-//    quarter of the target's samples (125): the mean scales up by that pace
-//    over the target.  A program that allocates gigabytes a second
-//    (AllocBench: 10 GB/s, where 64 KiB is 150,000 samples a second)
-//    reaches its mean in its first 125 samples, and again when its
-//    compiled code takes over from the interpreter and allocates twenty
-//    times as fast; a window's own rate would have been diluted by its
-//    slow start (800 samples more on AllocWorker), and doubling the mean
-//    per 500, as the VM did before, took 4,000 samples and two seconds;
+//    agreement of its near ties with JFR needs).  A program that allocates
+//    gigabytes a second (AllocBench: 10 GB/s, where 64 KiB is 150,000
+//    samples a second) reaches its mean in its first 500 samples, a few
+//    milliseconds, and again within two windows when its compiled code
+//    takes over from the interpreter and allocates twenty times as fast;
+//    doubling the mean per 500, as the VM did before, took 4,000 samples
+//    and two seconds.  (A check of the pace over the last 125 samples
+//    reacted faster, and also to a burst: Rhino's 500 slow paths in 100 ms
+//    raised its mean sevenfold, and the rest of its run went half
+//    unsampled);
 //  - a sample past the second: a rate under a quarter of the target scales
 //    the mean down by the rate over the target (never under 64 KiB).
 // So the rate settles between a quarter of the target and twice it, and a
 // rate moved from outside that band lands on the target.
-// A second, not less, and eight times the target: a program that
-// allocates in bursts keeps every slow path of a burst sampled as long as
-// it takes fewer than 1,000 in a second and 125 in 31 ms (Saxon: 1,600 slow
+// A second, not less: a program that allocates in bursts keeps every slow
+// path of a burst sampled as long as it takes fewer than 1,000 in a
+// second (Saxon: 1,600 slow
 // paths of 500 KB TLABs in 3 s, whose sites are near ties that only the
 // whole set ranks right).  The rate is held by the mean, never by leaving
 // out a slow path that ran out (that would move its bytes onto
@@ -207,13 +207,10 @@ static const int64_t JVMTRACE_SAMPLE_BASE_BYTES = 64 * 1024;
 static const int64_t JVMTRACE_SAMPLE_MAX_BYTES = (int64_t)1 << 40;
 static const jlong JVMTRACE_SAMPLE_WINDOW_NS = NANOSECS_PER_SEC;
 static const int JVMTRACE_SAMPLES_PER_WINDOW = 500;
-static const int JVMTRACE_SAMPLE_PACE_SAMPLES = JVMTRACE_SAMPLES_PER_WINDOW / 4;
-static const double JVMTRACE_SAMPLE_RUNAWAY_PACE = 8.0;  // times the target
 static const double JVMTRACE_SAMPLE_HIGH = 2.0;          // times the target: the band's top
 static volatile int64_t jvmtrace_sample_interval = JVMTRACE_SAMPLE_BASE_BYTES;
 static volatile jlong jvmtrace_sample_window_start = 0;  // javaTimeNanos; 0: none yet
 static volatile int jvmtrace_sample_window_used = 0;
-static volatile jlong jvmtrace_sample_pace_mark = 0;     // javaTimeNanos of the window's last pace check
 static THREAD_LOCAL int64_t jvmtrace_sample_countdown = 0;
 static THREAD_LOCAL int64_t jvmtrace_sample_mean = 0;  // the mean the countdown was drawn with
 static THREAD_LOCAL uint64_t jvmtrace_sample_rng = 0;
@@ -241,22 +238,12 @@ static void jvmtrace_sample_taken() {
   const jlong start = Atomic::load(&jvmtrace_sample_window_start);
   const int used = Atomic::add(&jvmtrace_sample_window_used, 1);
   const double target = (double)JVMTRACE_SAMPLES_PER_WINDOW;
-  double rate = (double)used * (double)JVMTRACE_SAMPLE_WINDOW_NS / (double)MAX2(now - start, (jlong)1);  // a second
-  bool ended = start == 0 || now - start >= JVMTRACE_SAMPLE_WINDOW_NS || used >= JVMTRACE_SAMPLES_PER_WINDOW;
-  if (!ended && used % JVMTRACE_SAMPLE_PACE_SAMPLES == 0) {
-    const jlong mark = Atomic::xchg(&jvmtrace_sample_pace_mark, now);
-    const double pace = (double)JVMTRACE_SAMPLE_PACE_SAMPLES * (double)JVMTRACE_SAMPLE_WINDOW_NS /
-                        (double)MAX2(now - mark, (jlong)1);
-    if (pace > JVMTRACE_SAMPLE_RUNAWAY_PACE * target) {
-      rate = pace;
-      ended = true;
-    }
-  }
+  const double rate = (double)used * (double)JVMTRACE_SAMPLE_WINDOW_NS / (double)MAX2(now - start, (jlong)1);  // a second
+  const bool ended = start == 0 || now - start >= JVMTRACE_SAMPLE_WINDOW_NS || used >= JVMTRACE_SAMPLES_PER_WINDOW;
   if (!ended || Atomic::cmpxchg(&jvmtrace_sample_window_start, start, now) != start) {
     return;
   }
   Atomic::store(&jvmtrace_sample_window_used, 0);
-  Atomic::store(&jvmtrace_sample_pace_mark, now);
   if (start == 0 || (rate <= JVMTRACE_SAMPLE_HIGH * target && rate >= target / 4)) {
     return;  // the first window, or a rate within the band
   }
