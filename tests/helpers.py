@@ -36,6 +36,28 @@ def reap(*procs):
             p.wait(60)
 
 
+def start_held_and_attach(jvm_cmd, cwd, recorder_cmd, env=None):
+    """Starts jvm_cmd (which holds at start-up: -XX:+PauseAtStartup), waits
+    for its hold, starts the recorder (recorder_cmd(pid) -> argv), waits for
+    its "Recording PID" banner, then lets the JVM go.  Returns (jvm, rec,
+    rec_err: a LineReader); the caller writes the JVM's stdin and reaps
+    both (reap)."""
+    jvm = subprocess.Popen(jvm_cmd, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    rec = None
+    try:
+        held = Path(cwd) / f"vm.paused.{jvm.pid}"
+        wait_until(lambda: held.exists() or jvm.poll() is not None, 60, "HotSpot to hold at start-up")
+        rec = subprocess.Popen(recorder_cmd(jvm.pid), stderr=subprocess.PIPE, text=True, env=env)
+        err = LineReader(rec.stderr)
+        err.wait_for(lambda l: l.startswith("Recording PID"), 60, "jvmtrace record to attach")
+        held.unlink()
+    except BaseException:
+        reap(jvm, rec)
+        raise
+    return jvm, rec, err
+
+
 def wait_until(pred, timeout, what, interval=0.01):
     """Polls pred until it is true (a condition with no stream to read, such
     as a file appearing); fails after timeout seconds naming what."""

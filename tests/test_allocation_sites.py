@@ -39,7 +39,7 @@ import pytest
 
 from conftest import BUILD_DIR, JDK_LINES, jdk_homes
 from corpus import PROGRAMS, record_held
-from helpers import LineReader, reap, wait_until
+from helpers import reap, start_held_and_attach
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
 
@@ -297,17 +297,10 @@ def test_method_names_stay_right(jdks, java_classes, tmp_path, delay_ms):
            f"-javaagent:{agent}", f"-Xlog:class+unload:file={tmp_path}/unload.log", "-cp", str(java_classes),
            "MetadataChurn", "300"]
     env = {**os.environ, **({"JVMTRACE_TEST_NAME_DELAY_MS": str(delay_ms)} if delay_ms else {})}
-    jvm = subprocess.Popen(cmd, cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True)
-    rec = None
+    jvm, rec, err = start_held_and_attach(
+        cmd, tmp_path, lambda pid: [str(JVMTRACE), "record", "--stacks", "--buffer-mb", "256", "-p", str(pid), "-o",
+                                    str(trace)], env=env)
     try:
-        held = tmp_path / f"vm.paused.{jvm.pid}"
-        wait_until(lambda: held.exists() or jvm.poll() is not None, 60, "HotSpot to hold at start-up")
-        rec = subprocess.Popen([str(JVMTRACE), "record", "--stacks", "--buffer-mb", "256", "-p", str(jvm.pid), "-o",
-                                str(trace)], stderr=subprocess.PIPE, text=True, env=env)
-        err = LineReader(rec.stderr)
-        err.wait_for(lambda l: l.startswith("Recording PID"), 60, "jvmtrace record to attach")
-        held.unlink()
         out, jerr = jvm.communicate("go\n", timeout=600)
         assert jvm.returncode == 0 and "rounds 300" in out, jerr[-2000:]
         assert rec.wait(120) == 0
@@ -376,17 +369,9 @@ def test_sample_rate_is_held_from_the_start(jdks, java_classes, tmp_path):
     java = Path(jdks["patched"]) / "bin/java"
     cmd = [str(java), "-XX:+UnlockDiagnosticVMOptions", "-XX:+PauseAtStartup", "-XX:+UseG1GC", "-Xmx256m",
            "-cp", str(java_classes), "AllocWorker", str(RATE_ITERATIONS)]
-    jvm = subprocess.Popen(cmd, cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True)
-    rec = None
+    jvm, rec, err = start_held_and_attach(
+        cmd, tmp_path, lambda pid: [str(JVMTRACE), "record", "--stacks", "-p", str(pid), "-o", str(trace)])
     try:
-        held = tmp_path / f"vm.paused.{jvm.pid}"
-        wait_until(lambda: held.exists() or jvm.poll() is not None, 60, "HotSpot to hold at start-up")
-        rec = subprocess.Popen([str(JVMTRACE), "record", "--stacks", "-p", str(jvm.pid), "-o", str(trace)],
-                               stderr=subprocess.PIPE, text=True)
-        err = LineReader(rec.stderr)
-        err.wait_for(lambda l: l.startswith("Recording PID"), 60, "jvmtrace record to attach")
-        held.unlink()
         out, jerr = jvm.communicate("go\n", timeout=600)
         assert jvm.returncode == 0 and "checksum" in out, jerr[-2000:]
         assert rec.wait(120) == 0, "\n".join(err.drain())
