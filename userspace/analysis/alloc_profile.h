@@ -54,11 +54,11 @@ class AllocationProfile {
   // Per thread never sampled: its traced bytes.
   std::map<uint32_t, uint64_t> unsampled_by_thread() const;
   uint64_t unsampled_bytes() const;
-  // Java frames in the samples' stacks (each sample counted), and of those
-  // the ones whose method the recorder could not name.
   // Samples of threads whose slow paths are not in the trace, and the
   // bytes the VM estimated they stand for: in no profile (see scaled()).
   std::pair<uint64_t, uint64_t> untraced_samples() const;
+  // Java frames in the samples' stacks (each sample counted), and of those
+  // the ones whose method the recorder could not name.
   uint64_t frames() const { return frames_; }
   uint64_t frames_unknown() const { return frames_unknown_; }
 

@@ -175,14 +175,15 @@ void print_report(analysis::TraceSummary& sum, bool json, double interval, int t
     const auto site_list = prof.sites();
     for (size_t i = 0; i < site_list.size() && i < static_cast<size_t>(top); i++)
       sites.push_back(site_json(sum.reader, site_list[i], prof.traced_bytes()));
+    const auto [untraced, untraced_bytes] = prof.untraced_samples();
     j["allocation_samples"] = {{"samples", prof.samples()},
                                {"traced_bytes", prof.traced_bytes()},
                                {"sampled_bytes", prof.sampled_bytes()},
                                {"unsampled_bytes", prof.unsampled_bytes()},
                                {"java_frames", prof.frames()},
                                {"java_frames_unknown", prof.frames_unknown()},
-                               {"untraced_samples", prof.untraced_samples().first},
-                               {"untraced_estimated_bytes", prof.untraced_samples().second}};
+                               {"untraced_samples", untraced},
+                               {"untraced_estimated_bytes", untraced_bytes}};
     j["tlab_size"] = stats_json(tlab);
     j["tlab_waste_bytes"] = sum.tlab_waste;
     j["outside_tlab_size"] = stats_json(outside);
