@@ -103,7 +103,8 @@ int Daemon::run() {
       reload();
     }
     if (now_s() >= next_scan) {
-      if (c_.max_disk_mb > 0) enforce_disk_cap(trace_dir_, c_.max_disk_mb, workers_, now_s() + kDetachSeconds);
+      if (c_.max_disk_mb > 0)
+        enforce_disk_cap(trace_dir_, c_.max_disk_mb, workers_, now_s() + kDetachSeconds, &cap_stopped_stem_, false);
       next_scan = now_s() + 1.0;
     }
     scanner_.on_time(now_s());
@@ -360,7 +361,8 @@ std::string Daemon::attach(uint64_t client, pid_t pid, const std::string& what, 
   std::string error;
   if (kind == Worker::kRecord && !trace_dir_.still_safe(&error)) return now_or_log("error: " + error);
   if (kind == Worker::kRecord && c_.max_disk_mb > 0 &&
-      enforce_disk_cap(trace_dir_, c_.max_disk_mb, workers_, now_s() + kDetachSeconds) > c_.max_disk_mb * (1 << 20))
+      enforce_disk_cap(trace_dir_, c_.max_disk_mb, workers_, now_s() + kDetachSeconds, &cap_stopped_stem_, true) >
+          c_.max_disk_mb * (1 << 20))
     return now_or_log("error: the trace directory is over its cap of " + std::to_string(c_.max_disk_mb) +
                       " MiB with recordings running; detach one first");
   std::vector<std::string> args;

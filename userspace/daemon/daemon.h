@@ -131,6 +131,7 @@ class Daemon {
   int control_fd_ = -1, metrics_fd_ = -1;
   gid_t group_gid_ = static_cast<gid_t>(-1);
   TraceDir trace_dir_;
+  std::string cap_stopped_stem_;  // enforce_disk_cap's memory: the recording it stopped last
   PendingReplies pending_;
   std::map<uint64_t, Client> clients_;
   size_t clients_of(bool control) const {

@@ -37,7 +37,9 @@ std::string new_trace_stem(const TraceDir& dir, const Workers& workers, pid_t pi
   return stem;
 }
 
-uint64_t enforce_disk_cap(TraceDir& dir, double cap_mb, Workers& workers, double stop_deadline) {
+uint64_t enforce_disk_cap(TraceDir& dir, double cap_mb, Workers& workers, double stop_deadline,
+                          std::string* stopped_stem, bool for_new_recording) {
+  if (for_new_recording) stopped_stem->clear();
   std::vector<TraceDir::Entry> files;
   uint64_t total = 0;
   for (TraceDir::Entry& e : dir.list()) {
@@ -55,10 +57,19 @@ uint64_t enforce_disk_cap(TraceDir& dir, double cap_mb, Workers& workers, double
     return a.name < b.name;
   });
   // A recording writes the highest-numbered file of its name's stem.
-  std::set<std::string> active;
+  // The recording the cap stopped last is spared too while no other one
+  // runs: once one does, the oldest file goes first, as always.
+  std::set<std::string> stems;
+  bool running = false;
   for (auto& w : workers) {
     if (w->kind() != Worker::kRecord) continue;
-    const std::string prefix = trace_stem(*w) + ".";  // not "-2": another recording's
+    stems.insert(trace_stem(*w));
+    running |= !w->stopping;
+  }
+  if (!running && !stopped_stem->empty()) stems.insert(*stopped_stem);
+  std::set<std::string> active;
+  for (const std::string& stem : stems) {
+    const std::string prefix = stem + ".";  // not "-2": another recording's
     std::string newest;
     for (const TraceDir::Entry& f : files)
       if (f.name.compare(0, prefix.size(), prefix) == 0 && f.name > newest) newest = f.name;
@@ -81,9 +92,12 @@ uint64_t enforce_disk_cap(TraceDir& dir, double cap_mb, Workers& workers, double
       if (w->kind() == Worker::kRecord && !w->stopping && (!oldest || w->started_at < oldest->started_at))
         oldest = w.get();
     if (oldest) {
-      log_line("warn", "disk cap %.4g MiB reached by running recordings: stopping the recording of PID %d",
+      log_line("warn",
+               "disk cap %.4g MiB reached by running recordings: stopping the recording of PID %d "
+               "(its trace is kept until a new recording needs the room)",
                cap_mb, oldest->target());
       oldest->stop(stop_deadline);
+      *stopped_stem = trace_stem(*oldest);
     }
   }
   return total;

@@ -28,6 +28,15 @@ std::string new_trace_stem(const TraceDir& dir, const Workers& workers, pid_t pi
 // recording is writing; if that is not enough, stop the oldest recording
 // (its worker gets until stop_deadline).  Returns the bytes left.  Only
 // regular files count and go (TraceDir: no symlink is followed).
-uint64_t enforce_disk_cap(TraceDir& dir, double cap_mb, Workers& workers, double stop_deadline);
+//
+// *stopped_stem is the cap's memory between passes: the stem of the last
+// recording it stopped.  While no other recording runs, that recording's
+// last file is spared as if still being written, so the trace survives the
+// passes after its stop (else the next second's pass deleted it: a cap
+// below one recording left nothing).  A pass for a new recording
+// (for_new_recording) forgets it first: the new recording's room may come
+// from that file too.
+uint64_t enforce_disk_cap(TraceDir& dir, double cap_mb, Workers& workers, double stop_deadline,
+                          std::string* stopped_stem, bool for_new_recording);
 
 }  // namespace jvmtrace
