@@ -131,6 +131,10 @@ CONFIG_TABLE = {
     # the floor of any tracer of every slow path.
     "bt-gc": ("patched", "bpftrace", ["gc__start"]),
     "bt-slow": ("patched", "bpftrace", ["alloc__slow"]),
+    # bt-sample: alloc__sample, so the VM's sampler walks its stacks (it runs
+    # only while that probe is attached) and nothing reads them: what
+    # `--stacks` costs inside the JVM, without the recorder's share.
+    "bt-sample": ("patched", "bpftrace", ["alloc__sample"]),
 }
 CONFIGS = ("unpatched", "patched", "stat", "record", "stock-stat", "stock-record")   # the default set
 JDK_OF = {c: jdk for c, (jdk, _, _) in CONFIG_TABLE.items()}
