@@ -23,6 +23,9 @@ and, not by default, with a jvmtrace that has --probe-set (issue 14):
   bt-gc, bt-slow  bpftrace count() on gc__start (a few hits: the cost of
                 merely having a USDT probe attached) or on alloc__slow (one bare hit
                 per slow path: the floor)
+  record-stacks record --stacks: the VM's sampled Java stacks (issue 22)
+  bt-sample     bpftrace count() on alloc__sample: the VM samples and walks its
+                stacks and nothing reads them (--stacks' cost without the recorder)
 
 Each round runs every configuration once, in a shuffled order.  Every JVM
 starts held: AllocBench prints "ready PID" and waits for "go" on stdin; a
