@@ -48,6 +48,8 @@ def start_held_and_attach(jvm_cmd, cwd, recorder_cmd, env=None):
     try:
         held = Path(cwd) / f"vm.paused.{jvm.pid}"
         wait_until(lambda: held.exists() or jvm.poll() is not None, 60, "HotSpot to hold at start-up")
+        if jvm.poll() is not None:  # else the recorder's attach to a gone PID would be the error shown
+            raise AssertionError(f"the JVM exited ({jvm.returncode}) before holding: {jvm.stderr.read()[-2000:]}")
         rec = subprocess.Popen(recorder_cmd(jvm.pid), stderr=subprocess.PIPE, text=True, env=env)
         err = LineReader(rec.stderr)
         err.wait_for(lambda l: l.startswith("Recording PID"), 60, "jvmtrace record to attach")
