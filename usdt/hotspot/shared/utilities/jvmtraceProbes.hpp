@@ -80,9 +80,9 @@ size_t jvmtrace_heap_used();
 // the probe is attached.  bytes: what it handed out (the new TLAB's size,
 // or the object's outside TLABs); r: its alloc__batch record (complete
 // whether or not alloc__batch is attached).  Samples by bytes (a random
-// interval per thread, 64 KiB on average, at most about 500 samples a
-// second in the VM) and fires the probe with the thread's own Java stack,
-// before the record is appended to the thread's batch.
+// interval per thread: 64 KiB on average, longer where that would be over
+// 1,000 samples a second) and fires the probe with the thread's own Java
+// stack, before the record is appended to the thread's batch.
 typedef struct jvmtrace_frame JvmtraceFrame;
 void jvmtrace_alloc_sample(JavaThread* jt, uint64_t bytes, const JvmtraceAllocRecord& r);
 

@@ -172,42 +172,47 @@ static void jvmtrace_format_method(const Method* m, char* buf, size_t size) {
 // little (tens of MB/s) still gets hundreds of samples a second, enough for
 // its sites' shares to be right within a few per cent.  A program that
 // allocates a lot would get more than it should pay for, so the VM holds
-// the rate near JVMTRACE_SAMPLES_PER_WINDOW a second by moving the mean in
+// the rate near JVMTRACE_SAMPLE_TARGET a second (250) by moving the mean in
 // proportion to the rate it measures, over windows that start at a sample
 // and end at the first of:
-//  - the target's count of samples, sooner than a second: a rate over
-//    twice the target scales the mean up by the rate over the target (a
-//    rate under twice leaves it alone: a short program at 500 to 1,000 slow
-//    paths a second, Rhino's or Saxon's, keeps every one sampled, which the
-//    agreement of its near ties with JFR needs).  A program that allocates
-//    gigabytes a second (AllocBench: 10 GB/s, where 64 KiB is 150,000
-//    samples a second) reaches its mean in its first 500 samples, a few
-//    milliseconds, and again within two windows when its compiled code
-//    takes over from the interpreter and allocates twenty times as fast;
-//    doubling the mean per 500, as the VM did before, took 4,000 samples
-//    and two seconds.  (A check of the pace over the last 125 samples
-//    reacted faster, and also to a burst: Rhino's 500 slow paths in 100 ms
-//    raised its mean sevenfold, and the rest of its run went half
-//    unsampled);
+//  - JVMTRACE_SAMPLE_WINDOW_SAMPLES (375), sooner than a second: a rate
+//    over JVMTRACE_SAMPLE_TOP (1,000 a second) scales the mean by the rate
+//    over the target; a rate under the top leaves it alone, so a short
+//    program at up to 1,000 slow paths a second (Rhino's, Saxon's, H2's)
+//    keeps every one sampled, which the agreement of its near ties with JFR
+//    needs.  A program that allocates gigabytes a second (AllocBench:
+//    10 GB/s, where 64 KiB is 150,000 samples a second) reaches its mean in
+//    its first window, a few milliseconds, and again within two windows
+//    when its compiled code takes over from the interpreter and allocates
+//    twenty times as fast.  The window is longer than the target so that a
+//    burst of a few hundred slow paths (Rhino on 25: 250 samples at over
+//    1,000 a second) does not raise the mean for the rest of a run (by
+//    bench/replay_sampler.py --jfr, a window of 250 left Rhino's sampled
+//    sites at 0.94 of its slow paths', 8 of its top 10; 375 leaves it at
+//    0.99, as at 500);
 //  - a sample past the second: a rate under a quarter of the target scales
 //    the mean down by the rate over the target (never under 64 KiB).
-// So the rate settles between a quarter of the target and twice it, and a
-// rate moved from outside that band lands on the target.
+// So the rate settles between a quarter of the target and the top, and a
+// rate moved from outside that band lands on the target (decision 121:
+// 250, half of decision 118's 500, which cost AllocBench 1.3% of its CPU;
+// the top stayed at 1,000, so only programs that allocate faster than that
+// take fewer samples).
 // A second, not less: a program that allocates in bursts keeps every slow
 // path of a burst sampled as long as it takes fewer than 1,000 in a
-// second (Saxon: 1,600 slow
-// paths of 500 KB TLABs in 3 s, whose sites are near ties that only the
-// whole set ranks right).  The rate is held by the mean, never by leaving
-// out a slow path that ran out (that would move its bytes onto
-// whatever slow path came next: measured on Lucene, its byte buffers' share
-// fell from 24% to 13%).  A thread picks a new mean up at its next slow path
-// by rescaling what is left of its countdown (still exponential, of the new
-// mean), and weighs its samples by the mean it drew with.
+// second (Saxon: 1,600 slow paths of 500 KB TLABs in 3 s, whose sites are
+// near ties that only the whole set ranks right).  The rate is held by the
+// mean, never by leaving out a slow path that ran out (that would move its
+// bytes onto whatever slow path came next: measured on Lucene, its byte
+// buffers' share fell from 24% to 13%).  A thread picks a new mean up at
+// its next slow path by rescaling what is left of its countdown (still
+// exponential, of the new mean), and weighs its samples by the mean it
+// drew with.
 static const int64_t JVMTRACE_SAMPLE_BASE_BYTES = 64 * 1024;
 static const int64_t JVMTRACE_SAMPLE_MAX_BYTES = (int64_t)1 << 40;
 static const jlong JVMTRACE_SAMPLE_WINDOW_NS = NANOSECS_PER_SEC;
-static const int JVMTRACE_SAMPLES_PER_WINDOW = 500;
-static const double JVMTRACE_SAMPLE_HIGH = 2.0;          // times the target: the band's top
+static const double JVMTRACE_SAMPLE_TARGET = 250.0;       // a second, where a moved rate lands
+static const double JVMTRACE_SAMPLE_TOP = 1000.0;         // a second: the band's top
+static const int JVMTRACE_SAMPLE_WINDOW_SAMPLES = 375;    // a window's end, if sooner than a second
 static volatile int64_t jvmtrace_sample_interval = JVMTRACE_SAMPLE_BASE_BYTES;
 static volatile jlong jvmtrace_sample_window_start = 0;  // javaTimeNanos; 0: none yet
 static volatile int jvmtrace_sample_window_used = 0;
@@ -237,14 +242,14 @@ static void jvmtrace_sample_taken() {
   const jlong now = os::javaTimeNanos();
   const jlong start = Atomic::load(&jvmtrace_sample_window_start);
   const int used = Atomic::add(&jvmtrace_sample_window_used, 1);
-  const double target = (double)JVMTRACE_SAMPLES_PER_WINDOW;
+  const double target = JVMTRACE_SAMPLE_TARGET;
   const double rate = (double)used * (double)JVMTRACE_SAMPLE_WINDOW_NS / (double)MAX2(now - start, (jlong)1);  // a second
-  const bool ended = start == 0 || now - start >= JVMTRACE_SAMPLE_WINDOW_NS || used >= JVMTRACE_SAMPLES_PER_WINDOW;
+  const bool ended = start == 0 || now - start >= JVMTRACE_SAMPLE_WINDOW_NS || used >= JVMTRACE_SAMPLE_WINDOW_SAMPLES;
   if (!ended || Atomic::cmpxchg(&jvmtrace_sample_window_start, start, now) != start) {
     return;
   }
   Atomic::store(&jvmtrace_sample_window_used, 0);
-  if (start == 0 || (rate <= JVMTRACE_SAMPLE_HIGH * target && rate >= target / 4)) {
+  if (start == 0 || (rate <= JVMTRACE_SAMPLE_TOP && rate >= target / 4)) {
     return;  // the first window, or a rate within the band
   }
   const double mean = (double)Atomic::load(&jvmtrace_sample_interval) * (rate / target);
