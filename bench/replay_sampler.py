@@ -69,26 +69,33 @@ def slow_paths(jvmtrace, trace):
     return out
 
 
-def jfr_slow_paths(jfr, recording):
-    """(ts_ns, tid, bytes, method) of JFR's event for every slow path, in time order."""
-    r = subprocess.run([jfr, "print", "--json", "--events",
-                        "jdk.ObjectAllocationInNewTLAB,jdk.ObjectAllocationOutsideTLAB", str(recording)],
-                       capture_output=True, text=True)
+def jfr_top_frames(jfr, recording, events):
+    """(type, values, class name, method name) of each of a recording's
+    events of those types that has a stack, by its top frame, as `jfr print
+    --json` gives them (tests/test_allocation_sites.py reads JFR with this
+    too)."""
+    r = subprocess.run([jfr, "print", "--json", "--events", ",".join(events), str(recording)],
+                       capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
-        raise SystemExit(f"replay_sampler: {recording}: {r.stderr.strip()}")
-    out = []
+        raise RuntimeError(f"{jfr} print {recording}: {r.stderr.strip()}")
     for e in json.loads(r.stdout)["recording"]["events"]:
         v = e["values"]
         frames = (v.get("stackTrace") or {}).get("frames") or []
-        if not frames:
-            continue
-        m = frames[0]["method"]
-        method = m["type"]["name"].replace("/", ".") + "." + m["name"]
-        b = v["tlabSize"] if e["type"] == "jdk.ObjectAllocationInNewTLAB" else v["allocationSize"]
+        if frames:
+            m = frames[0]["method"]
+            yield e["type"], v, m["type"]["name"].replace("/", "."), m["name"]
+
+
+def jfr_slow_paths(jfr, recording):
+    """(ts_ns, tid, bytes, method) of JFR's event for every slow path, in time order."""
+    out = []
+    for kind, v, cls, name in jfr_top_frames(jfr, recording, ["jdk.ObjectAllocationInNewTLAB",
+                                                             "jdk.ObjectAllocationOutsideTLAB"]):
+        b = v["tlabSize"] if kind == "jdk.ObjectAllocationInNewTLAB" else v["allocationSize"]
         d, _, frac = v["startTime"].rstrip("Z").partition(".")
         ts = int(datetime.datetime.fromisoformat(d).replace(tzinfo=datetime.timezone.utc).timestamp()) * 10**9 \
             + int(frac.ljust(9, "0")[:9])
-        out.append((ts, v["eventThread"]["javaThreadId"], b, method))
+        out.append((ts, v["eventThread"]["javaThreadId"], b, cls + "." + name))
     out.sort()
     return out
 

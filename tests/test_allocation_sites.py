@@ -34,7 +34,7 @@ import shutil
 import statistics
 import subprocess
 import sys
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -124,23 +124,16 @@ def jfr_sites(home, recording):
     every slow path (a new TLAB's size, an object's outside TLABs), of its
     samples (their weights); how many events of each; and the wall-clock
     span of the every-slow-path events."""
-    r = subprocess.run([str(Path(home) / "bin/jfr"), "print", "--json", "--events",
-                        "jdk.ObjectAllocationInNewTLAB,jdk.ObjectAllocationOutsideTLAB,jdk.ObjectAllocationSample",
-                        str(recording)], capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
     every, sampled, counts, span = Counter(), Counter(), Counter(), [None, None]
-    for e in json.loads(r.stdout)["recording"]["events"]:
-        v = e["values"]
-        frames = (v.get("stackTrace") or {}).get("frames") or []
-        if not frames:
-            continue
-        m = frames[0]["method"]
-        method = class_of(m["type"]["name"]) + "." + m["name"]
-        counts[e["type"]] += 1
-        if e["type"] == "jdk.ObjectAllocationSample":
+    for kind, v, cls, name in replay_sampler.jfr_top_frames(
+            str(Path(home) / "bin/jfr"), recording,
+            ["jdk.ObjectAllocationInNewTLAB", "jdk.ObjectAllocationOutsideTLAB", "jdk.ObjectAllocationSample"]):
+        method = class_of(cls) + "." + name
+        counts[kind] += 1
+        if kind == "jdk.ObjectAllocationSample":
             sampled[method] += v["weight"]
             continue
-        every[method] += v["tlabSize"] if e["type"] == "jdk.ObjectAllocationInNewTLAB" else v["allocationSize"]
+        every[method] += v["tlabSize"] if kind == "jdk.ObjectAllocationInNewTLAB" else v["allocationSize"]
         t = wall_ns(v["startTime"])
         span = [t if span[0] is None else min(span[0], t), t if span[1] is None else max(span[1], t)]
     return every, sampled, counts, span
