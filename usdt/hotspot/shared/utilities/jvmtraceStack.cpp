@@ -175,7 +175,7 @@ static void jvmtrace_format_method(const Method* m, char* buf, size_t size) {
 // the rate near JVMTRACE_SAMPLE_TARGET a second (250) by moving the mean in
 // proportion to the rate it measures, over windows that start at a sample
 // and end at the first of:
-//  - JVMTRACE_SAMPLE_WINDOW_SAMPLES (375), sooner than a second: a rate
+//  - JVMTRACE_SAMPLE_WINDOW_SAMPLES (500), sooner than a second: a rate
 //    over JVMTRACE_SAMPLE_TOP (1,000 a second) scales the mean by the rate
 //    over the target; a rate under the top leaves it alone, so a short
 //    program at up to 1,000 slow paths a second (Rhino's, Saxon's, H2's)
@@ -184,12 +184,16 @@ static void jvmtrace_format_method(const Method* m, char* buf, size_t size) {
 //    10 GB/s, where 64 KiB is 150,000 samples a second) reaches its mean in
 //    its first window, a few milliseconds, and again within two windows
 //    when its compiled code takes over from the interpreter and allocates
-//    twenty times as fast.  The window is longer than the target so that a
-//    burst of a few hundred slow paths (Rhino on 25: 250 samples at over
-//    1,000 a second) does not raise the mean for the rest of a run (by
-//    bench/replay_sampler.py --jfr, a window of 250 left Rhino's sampled
-//    sites at 0.94 of its slow paths', 8 of its top 10; 375 leaves it at
-//    0.99, as at 500);
+//    twenty times as fast.  The window is twice the target so that a burst
+//    of a few hundred slow paths does not raise the mean; if it did, the
+//    slow paths after it would be sampled at a quarter of their rate or
+//    less for the rest of a short run, each weighing four times as much,
+//    and the sites that allocate there would be ranked by a few samples
+//    (ecj on 25 under Parallel, whose TLAB refills after each collection
+//    come at over 1,000 a second for a few hundred ms: with windows of 375
+//    its mean rose at its fourth second, 1,690 of 2,974 slow paths were
+//    sampled, and 8 of JFR's top 10 were in its top 10; with 500, 1,956 and
+//    10, by bench/replay_sampler.py on that run's own slow paths);
 //  - a sample past the second: a rate under a quarter of the target scales
 //    the mean down by the rate over the target (never under 64 KiB).
 // So the rate settles between a quarter of the target and the top, and a
@@ -212,7 +216,7 @@ static const int64_t JVMTRACE_SAMPLE_MAX_BYTES = (int64_t)1 << 40;
 static const jlong JVMTRACE_SAMPLE_WINDOW_NS = NANOSECS_PER_SEC;
 static const double JVMTRACE_SAMPLE_TARGET = 250.0;       // a second, where a moved rate lands
 static const double JVMTRACE_SAMPLE_TOP = 1000.0;         // a second: the band's top
-static const int JVMTRACE_SAMPLE_WINDOW_SAMPLES = 375;    // a window's end, if sooner than a second
+static const int JVMTRACE_SAMPLE_WINDOW_SAMPLES = 500;    // a window's end, if sooner than a second
 static volatile int64_t jvmtrace_sample_interval = JVMTRACE_SAMPLE_BASE_BYTES;
 static volatile jlong jvmtrace_sample_window_start = 0;  // javaTimeNanos; 0: none yet
 static volatile int jvmtrace_sample_window_used = 0;
