@@ -372,9 +372,10 @@ def test_sample_rate_is_held_from_the_start(jdks, java_classes, tmp_path):
     decision 121's target from decision 118's (AllocWorker's rate rises
     inside it after the mean lands).  The VM's controller is also
     bench/replay_sampler.py's model of it, which replays the run's own slow
-    paths (every one is in the trace): the VM must take within 15% of what
-    the model of decision 121 takes on them (on patched 17: 2,828 against
-    2,812), which decision 118's VM does not (about 3,900: 40% more)."""
+    paths (every one is in the trace): the VM must take within 10% of what
+    the model of decision 121 takes on them (on patched 17: 3,987 against
+    4,016 and 3,633 against 3,674), which decision 118's VM does not (4,830
+    against 3,929: 23% more)."""
     trace = tmp_path / "rate.jvmtrace"
     java = Path(jdks["patched"]) / "bin/java"
     cmd = [str(java), "-XX:+UnlockDiagnosticVMOptions", "-XX:+PauseAtStartup", "-XX:+UseG1GC", "-Xmx256m",
@@ -401,4 +402,4 @@ def test_sample_rate_is_held_from_the_start(jdks, java_classes, tmp_path):
     assert len(stamps) >= TARGET / 5 * span, info
     model = statistics.median(len(replay_sampler.replay(paths, seed, CONTROLLER))
                               for paths in [replay_sampler.slow_paths(str(JVMTRACE), trace)] for seed in range(10))
-    assert abs(len(stamps) - model) <= 0.15 * model, f"the VM took {len(stamps)}, the model {model:.0f}; {info}"
+    assert abs(len(stamps) - model) <= 0.10 * model, f"the VM took {len(stamps)}, the model {model:.0f}; {info}"
