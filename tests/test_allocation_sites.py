@@ -373,9 +373,13 @@ def test_sample_rate_is_held_from_the_start(jdks, java_classes, tmp_path):
     inside it after the mean lands).  The VM's controller is also
     bench/replay_sampler.py's model of it, which replays the run's own slow
     paths (every one is in the trace): the VM must take within 10% of what
-    the model of decision 121 takes on them (on patched 17: 3,987 against
-    4,016 and 3,633 against 3,674), which decision 118's VM does not (4,830
-    against 3,929: 23% more)."""
+    the model of decision 121 takes on them, and not be nearer the model
+    of decision 118 by more than 5% of it.  On AllocWorker the two models
+    lie 2% to 35% apart (the rate often stays inside the band under both);
+    decision 121's VM came within 0.6-2.7% of its model in eight runs on
+    17, 21 and 25 (3,987 against 4,016 and 4,678 by decision 118's; 3,603
+    against 3,700 and 3,778), and decision 118's VM fails it (4,830
+    against 3,929 and 4,657; 3,206 against 2,852 and 3,094)."""
     trace = tmp_path / "rate.jvmtrace"
     java = Path(jdks["patched"]) / "bin/java"
     cmd = [str(java), "-XX:+UnlockDiagnosticVMOptions", "-XX:+PauseAtStartup", "-XX:+UseG1GC", "-Xmx256m",
@@ -400,6 +404,10 @@ def test_sample_rate_is_held_from_the_start(jdks, java_classes, tmp_path):
     assert max(per_second.values()) <= 2 * TOP, info
     assert len(stamps) <= TOP * span + 3 * WINDOW, info
     assert len(stamps) >= TARGET / 5 * span, info
-    model = statistics.median(len(replay_sampler.replay(paths, seed, CONTROLLER))
-                              for paths in [replay_sampler.slow_paths(str(JVMTRACE), trace)] for seed in range(10))
-    assert abs(len(stamps) - model) <= 0.10 * model, f"the VM took {len(stamps)}, the model {model:.0f}; {info}"
+    paths = replay_sampler.slow_paths(str(JVMTRACE), trace)
+    model, before = (statistics.median(len(replay_sampler.replay(paths, seed, c)) for seed in range(10))
+                     for c in (CONTROLLER, "band"))
+    took = len(stamps)
+    verdict = f"the VM took {took}, decision 121's model {model:.0f}, decision 118's {before:.0f}; {info}"
+    assert abs(took - model) <= 0.10 * model, verdict
+    assert abs(took - model) <= abs(took - before) + 0.05 * model, verdict
