@@ -55,7 +55,7 @@ TARGET, BASE, MAX = 500, 64 * 1024, 1 << 40
 
 def slow_paths(jvmtrace, trace):
     """(ts_ns, tid, bytes) of every slow path that handed out memory, in time order."""
-    r = subprocess.run([jvmtrace, "dump", "--json", str(trace)], capture_output=True, text=True)
+    r = subprocess.run([jvmtrace, "dump", "--json", str(trace)], capture_output=True, text=True, timeout=600)
     if r.returncode not in (0, 3):
         raise SystemExit(f"replay_sampler: {trace}: {r.stderr.strip()}")
     out = []
