@@ -64,12 +64,39 @@ def test_check_passes_clean_traces(traces, name):
     assert runs["gc.heap_growth"] >= 2 and runs["plab.used_plus_waste"] >= 10
     assert runs["slow.paired"] >= 2 * runs["tlab.in_slow_path"]
     # Traced allocation explains the heap's growth between pauses to the
-    # byte (G1 humongous objects counted as whole regions).
+    # byte (G1 humongous objects counted as whole regions, and the tails G1
+    # fills when it retires a region: test_check_counts_g1_region_tails...).
     stretches = [s for s in c["stretches"] if s["checked"]]
-    assert stretches and all(s["growth"] == s["allocated"] for s in stretches), stretches
+    assert stretches and all(s["growth"] == s["allocated"] + s["filled"] for s in stretches), stretches
     if name == "humongous":
         # ... which matters: the arrays' bytes alone fall short by each region's tail.
         assert sum(s["allocated"] for s in stretches) >= 40 * (1 << 20)
+
+
+def test_check_counts_g1_region_tails_filled_at_retire(jdks, java_classes, tmp_path):
+    """G1 retires a region that cannot take the next allocation and fills the
+    tail it leaves with a dummy object no slow path allocated; a region left
+    with room for a TLAB is kept as the retained region, and the one it
+    displaces is filled.  The check replays both from the traced addresses.
+    40,016-byte arrays (long[5000]) outside 16 KiB TLABs leave 8,160 bytes of
+    each 1 MiB region: the retained-region path, every region.  (A CI run on
+    21 once met a 904-byte tail on AllocWorker, under the minimum TLAB: the
+    other path.)"""
+    cmd = java_cmd(jdks["patched"], java_classes, "G1", 64, "BigArrays", 1500, 5000)
+    cmd[1:1] = ["-XX:TLABSize=16k", "-XX:-ResizeTLAB", "-XX:G1HeapRegionSize=1m"]
+    path = tmp_path / "tails.jvmtrace"
+    run = record_run(cmd, path)
+    assert run.target_rc == 0, run.target_err
+    rc, c = check(path)
+    assert (rc, c["violations"], c["found"]) == (0, 0, []), c
+    stretches = [s for s in c["stretches"] if s["checked"]]
+    assert len(stretches) >= 2, c
+    # The heap grew by more than was allocated (the old check's equality
+    # fails), and the filled tails make up the difference to the byte.
+    assert sum(s["growth"] - s["allocated"] for s in stretches) > 0, stretches
+    assert all(s["growth"] == s["allocated"] + s["filled"] for s in stretches), stretches
+    r = jvmtrace("report", "--check", path)
+    assert "counted as filled" in r.stdout, r.stdout
 
 
 def events_of(path):
@@ -138,6 +165,42 @@ def test_check_finds_damage_at_its_offset(traces, tmp_path):
         found = [(v["check"], v["offset"]) for v in c["found"]]
         assert (check_name, offset) in found, (check_name, offset, c["found"][:5])
     assert len(cases) >= 6
+
+
+def test_check_accepts_a_cycle_and_a_pause_sharing_an_id(jdks, java_classes, tmp_path):
+    """HotSpot's GCId::create() is a plain `_next_id++`, called by the VM
+    thread for a pause and by G1's concurrent mark thread for a cycle with no
+    lock between them, so the two can take the same id (the VM's own log then
+    shows both as GC(N)).  CI's fastdebug 17 run met it: a Full GC and the
+    cycle it aborted both started as GC 48, and the check reported "starts
+    twice" and a Full GC "started as G1Old".  The edit gives a recorded cycle
+    (PauseMix under G1: young pauses inside concurrent cycles) the id of the
+    young pause that starts inside it."""
+    src = tmp_path / "pausemix.jvmtrace"
+    run = record_run(java_cmd(jdks["patched"], java_classes, "G1", 64, "PauseMix", 3, 40), src)
+    assert run.target_rc == 0, run.target_err
+    ev = events_of(src)
+    case = None
+    for i, e in enumerate(ev):
+        if e["probe"] != "gc__start" or e["args"]["kind"] != ABI["JVMTRACE_GC_CONCURRENT"]:
+            continue
+        cid = e["args"]["gc_id"]
+        end = next((j for j in range(i + 1, len(ev)) if ev[j]["probe"] == "gc__end"
+                    and ev[j]["args"]["gc_id"] == cid), None)
+        pause = next((j for j in range(i + 1, end or i) if ev[j]["probe"] == "gc__start"), None)
+        if end and pause:
+            case = (i, end, ev[pause]["args"]["gc_id"])
+            break
+    assert case, "no G1 concurrent cycle with a young pause inside it"
+    start, end, pause_id = case
+    rc, c = check(src)
+    assert (rc, c["found"]) == (0, []), c
+    mid = tmp_path / "mid.jvmtrace"
+    damage(src, mid, "set", start, GC_ID, pause_id)
+    damage(mid, tmp_path / "shared.jvmtrace", "set", end, GC_ID, pause_id)
+    rc, c = check(tmp_path / "shared.jvmtrace")
+    assert (rc, c["found"]) == (0, []), c
+    assert any("took the id of a pause" in n for n in c["notes"]), c["notes"]
 
 
 def test_check_on_a_cut_trace_checks_the_intact_part(traces, tmp_path):

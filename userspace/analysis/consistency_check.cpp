@@ -1,5 +1,7 @@
 #include "analysis/consistency_check.h"
 
+#include <algorithm>
+
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -86,8 +88,12 @@ void ConsistencyCheck::lost(const trace::Record& r) {
   lost_ += r.count;
   mutators_.clear();
   tlabs_.clear();
+  g1_current_ = g1_retained_ = 0;  // unknown until the next collection releases them
+  g1_top_.clear();
+  g1_pending_.clear();
   plabs_.clear();
   open_.clear();
+  cycles_.clear();
   stretch_lost_ = true;
   fresh_pause_lost_ = true;
   pause_open_ = have_pause_ = false;
@@ -129,6 +135,68 @@ void ConsistencyCheck::tlab_refill(const trace::Record& r) {
   m.tlab = {start, start + bytes, r.event.thread, true};
   tlabs_[start] = m.tlab;
   stretch_alloc_ += bytes;
+  g1_allocated(r.event.ts_ns, start, bytes);
+}
+
+// HotSpot's MinTLABSize (the default; the trace does not carry the flag) and
+// the smallest dummy object G1 fills a tail with (two words: a header with a
+// compressed class pointer).
+constexpr uint64_t kMinTlabBytes = 2048, kMinFillBytes = 16;
+constexpr size_t kMaxPendingAllocations = 1 << 20;
+
+uint64_t ConsistencyCheck::g1_free(uint64_t base) const {
+  auto it = g1_top_.find(base);
+  return it == g1_top_.end() ? region_ : base + region_ - it->second;
+}
+
+void ConsistencyCheck::g1_fill(uint64_t base) {
+  const uint64_t free = g1_free(base);
+  if (free >= kMinFillBytes && stretch_open_) stretch_filled_ += free;  // G1AllocRegion::fill_up_remaining_space
+  g1_top_.erase(base);
+}
+
+// G1 retires its current region when the next allocation does not fit
+// (MutatorAllocRegion::retire(true)): the region is kept as the retained
+// one if it still fits a TLAB and has at least as much free as the retained
+// one (which is then filled), else it is filled itself.
+void ConsistencyCheck::g1_retire_current() {
+  if (!g1_current_) return;
+  const uint64_t free = g1_free(g1_current_);
+  if (free >= kMinTlabBytes && (!g1_retained_ || free >= g1_free(g1_retained_))) {
+    if (g1_retained_) g1_fill(g1_retained_);
+    g1_retained_ = g1_current_;
+  } else {
+    g1_fill(g1_current_);
+  }
+  g1_current_ = 0;
+}
+
+// An allocation (a new TLAB or a non-humongous object outside TLABs), kept
+// until the stretch closes: threads' records reach the trace in batches, so
+// the file's order is not the order G1 handed the memory out in; their times
+// are (a region's first allocation comes after the last one in the region
+// before it: G1 takes a new region under its Heap_lock).
+void ConsistencyCheck::g1_allocated(uint64_t ts_ns, uint64_t start, uint64_t bytes) {
+  if (!region_ || stock_) return;
+  g1_pending_.push_back({ts_ns, start, bytes});
+  if (g1_pending_.size() >= kMaxPendingAllocations) g1_replay();  // bounded memory; time order kept within each part
+}
+
+// The kept allocations in time order: one in neither the current nor the
+// retained region means G1 took a new region, retiring the current one.
+void ConsistencyCheck::g1_replay() {
+  std::stable_sort(g1_pending_.begin(), g1_pending_.end(),
+                   [](const G1Allocation& x, const G1Allocation& y) { return x.ts_ns < y.ts_ns; });
+  for (const G1Allocation& x : g1_pending_) {
+    const uint64_t base = x.start / region_ * region_;
+    if (base != g1_current_ && base != g1_retained_) {
+      g1_retire_current();
+      g1_current_ = base;
+    }
+    uint64_t& top = g1_top_[base];
+    top = std::max(top, x.start + x.bytes);
+  }
+  g1_pending_.clear();
 }
 
 void ConsistencyCheck::slow_enter(const trace::Record& r) {
@@ -180,8 +248,11 @@ void ConsistencyCheck::slow_exit(const trace::Record& r) {
                 "an outside-TLAB object [" + hex(address) + ", " + hex(address + bytes) + ") lies in the live TLAB of " +
                     thread_name(o->thread));
     }
-    // A G1 humongous object (half a region or more) takes whole regions.
-    stretch_alloc_ += region_ && bytes >= region_ / 2 ? (bytes + region_ - 1) / region_ * region_ : bytes;
+    // A G1 humongous object (over half a region: G1CollectedHeap::is_humongous)
+    // takes whole regions of its own.
+    const bool humongous = region_ && bytes > region_ / 2;
+    stretch_alloc_ += humongous ? (bytes + region_ - 1) / region_ * region_ : bytes;
+    if (!humongous) g1_allocated(r.event.ts_ns, address, bytes);
   } else if (outcome == JVMTRACE_SLOW_FAILED && address != 0) {
     violation(r, "slow.address", "a failed allocation returned " + hex(address));
   }
@@ -236,29 +307,51 @@ void ConsistencyCheck::gc_start(const trace::Record& r) {
       }
       it = open_.erase(it);  // taken as ended unseen: one lost end is one violation
     }
-    if (!pause_probes_) close_stretch(r, id, "GC " + num(id), a[4]);
+    if (!pause_probes_) close_stretch(r, id, "GC " + num(id), a[4], reader_.strings()[a[2]]);
     plabs_.clear();
+    // G1 releases its mutator regions (G1Allocator::release_mutator_alloc_regions).
+    g1_pending_.clear();
+    g1_current_ = g1_retained_ = 0;
+    g1_top_.clear();
     fresh_pause_lost_ = false;
   }
-  if (open_.count(id)) violation(r, "gc.paired", "GC " + num(id) + " starts twice");
-  open_[id] = {id, kind, a[1], r.offset};
+  // Pauses and concurrent cycles are paired apart: HotSpot's GCId::create()
+  // is a plain increment, called by the VM thread for a pause and by G1's
+  // concurrent mark thread for a cycle, so the two can take the same id (the
+  // VM logs both as GC(N)).  Each id is unique within its kind.
+  auto& mine = is_pause(kind) ? open_ : cycles_;
+  const auto& other = is_pause(kind) ? cycles_ : open_;
+  if (mine.count(id)) violation(r, "gc.paired", "GC " + num(id) + " starts twice");
+  if (other.count(id)) shared_ids_++;
+  mine[id] = {id, kind, a[1], r.offset};
 }
 
 void ConsistencyCheck::gc_end(const trace::Record& r) {
   const uint64_t* a = r.event.a;
   const uint64_t id = a[0], kind = a[3];
   ran("gc.paired");
-  auto it = open_.find(id);
-  if (it == open_.end()) {
-    // A collection running when the recording began ends without a start.
-    if (started_before(id)) ended_before_++;
-    else violation(r, "gc.paired", "GC " + num(id) + " ends without having started");
+  auto& mine = is_pause(kind) ? open_ : cycles_;
+  auto& other = is_pause(kind) ? cycles_ : open_;
+  auto it = mine.find(id);
+  const bool started = it != mine.end();
+  if (!started) {
+    auto o = other.find(id);
+    if (o != other.end()) {  // a pause ending a cycle, or the other way round
+      violation(r, "gc.paired",
+                "GC " + num(id) + " ends as " + reader_.strings()[a[1]] + " kind " + num(kind) + ", started as " +
+                    reader_.strings()[o->second.name] + " kind " + num(o->second.kind));
+      other.erase(o);
+    } else if (started_before(id)) {  // a collection running when the recording began ends without a start
+      ended_before_++;
+    } else {
+      violation(r, "gc.paired", "GC " + num(id) + " ends without having started");
+    }
   } else {
     if (it->second.kind != kind || it->second.name != a[1])
       violation(r, "gc.paired",
                 "GC " + num(id) + " ends as " + reader_.strings()[a[1]] + " kind " + num(kind) + ", started as " +
                     reader_.strings()[it->second.name] + " kind " + num(it->second.kind));
-    open_.erase(it);
+    mine.erase(it);
   }
   if (is_pause(kind)) {
     // Every PLAB of a pause is retired within it.
@@ -272,7 +365,7 @@ void ConsistencyCheck::gc_end(const trace::Record& r) {
     if (!pause_probes_) open_stretch(id, "GC " + num(id), a[4]);
   }
   if (kind == JVMTRACE_GC_CONCURRENT) {
-    if (it == open_.end() && !cycle_known_) {
+    if (!started && !cycle_known_) {
       // A cycle was running when the recording began: the stretches until
       // now may hold its Remark and Cleanup, which free memory unseen.
       cycle_known_ = true;
@@ -284,10 +377,15 @@ void ConsistencyCheck::gc_end(const trace::Record& r) {
 }
 
 void ConsistencyCheck::close_stretch(const trace::Record& r, uint64_t to_gc, const std::string& to_what,
-                                     uint64_t heap_used) {
+                                     uint64_t heap_used, const std::string& cause) {
+  // A G1 young collection for a failed allocation: that allocation first
+  // retired the current region (G1CollectedHeap::attempt_allocation_slow ->
+  // attempt_allocation_using_new_region) and found no new one.
+  if (region_ && !stock_) g1_replay();
+  if (region_ && cause == "G1 Evacuation Pause") g1_retire_current();
   // Closing the mutator stretch: its allocation against the heap's growth.
   if (stretch_open_ && !stock_) {
-    Stretch s{stretch_from_, to_gc, r.offset, heap_used - stretch_used_, stretch_alloc_, !stretch_lost_};
+    Stretch s{stretch_from_, to_gc, r.offset, heap_used - stretch_used_, stretch_alloc_, stretch_filled_, !stretch_lost_};
     if (heap_used < stretch_used_) s.growth = 0;
     if (s.checked && !pause_probes_ && stretch_cycle_) {
       s.checked = false;  // a concurrent cycle's Remark or Cleanup may lie in it
@@ -299,20 +397,24 @@ void ConsistencyCheck::close_stretch(const trace::Record& r, uint64_t to_gc, con
     }
     if (s.checked) {
       ran("gc.heap_growth");
-      const uint64_t limit = slack_bytes_ + static_cast<uint64_t>(options_.growth_slack_ratio * s.allocated);
+      // G1's dummy objects in retired regions' tails count as allocated.
+      const uint64_t traced = s.allocated + s.filled;
+      const uint64_t limit = slack_bytes_ + static_cast<uint64_t>(options_.growth_slack_ratio * traced);
       const std::string between = "between " + stretch_from_what_ + " and " + to_what + " the heap grew by ";
-      if (heap_used < stretch_used_ || s.growth + limit < s.allocated) {
+      const std::string what = num(s.allocated) + " allocated in TLABs and outside them" +
+                               (s.filled ? " (and " + num(s.filled) + " filled in retired G1 regions' tails)" : "");
+      if (heap_used < stretch_used_ || s.growth + limit < traced) {
         Violation v{r.offset, "gc.heap_growth",
                     between + (heap_used < stretch_used_ ? "-" + num(stretch_used_ - heap_used) : num(s.growth)) +
-                        " bytes, less than the " + num(s.allocated) + " allocated in TLABs and outside them"};
+                        " bytes, less than the " + what};
         // Without pause probes, a G1 cycle running when the recording
         // began may have freed it: decided once the trace tells.
         if (!cycle_known_ && g1_) pending_.push_back(v);
         else violation_at(v);
-      } else if (s.growth > s.allocated + limit) {
+      } else if (s.growth > traced + limit) {
         violation(r, "gc.heap_growth",
-                  between + num(s.growth) + " bytes, " + num(s.growth - s.allocated) + " more than the " +
-                      num(s.allocated) + " allocated in TLABs and outside them (allowed: " + num(limit) + ")");
+                  between + num(s.growth) + " bytes, " + num(s.growth - traced) + " more than the " + what +
+                      " (allowed: " + num(limit) + ")");
       }
     }
     stretches_.push_back(s);
@@ -331,6 +433,7 @@ void ConsistencyCheck::open_stretch(uint64_t from_gc, const std::string& from_wh
   stretch_from_what_ = from_what;
   stretch_used_ = heap_used;
   stretch_alloc_ = 0;
+  stretch_filled_ = 0;
 }
 
 // A pause ends with the title it started with, or with that title and a
@@ -372,7 +475,7 @@ void ConsistencyCheck::pause_start(const trace::Record& r) {
               "pause " + pause_what(id, a[1]) + " starts with " + num(a[4]) + " bytes used of " + num(a[5]) + " committed");
   pause_open_ = have_pause_ = true;
   pause_ = {id, kind, a[1], r.offset};
-  close_stretch(r, id, pause_what(id, a[1]), a[4]);
+  close_stretch(r, id, pause_what(id, a[1]), a[4], reader_.strings()[a[2]]);
 }
 
 void ConsistencyCheck::pause_end(const trace::Record& r) {
@@ -470,7 +573,7 @@ void ConsistencyCheck::plab_retire(const trace::Record& r) {
   auto it = plabs_.find(start);
   if (it == plabs_.end() || !it->second.live) {
     // Only a PLAB handed out before the recording (or lost events) may be unknown.
-    if (have_first_start_ && id >= first_start_id_ && open_.count(id) && open_.size() == 1 && !fresh_pause_lost_)
+    if (have_first_start_ && id >= first_start_id_ && open_.count(id) && open_.size() == 1 && cycles_.empty() && !fresh_pause_lost_)
       violation(r, "plab.retired", "a PLAB at " + hex(start) + " retired that this pause never handed out");
     return;
   }
@@ -530,8 +633,11 @@ void ConsistencyCheck::finish() {
                      num(before_events_) + " PLAB event(s) in them were not checked");
   if (exits_unopened_)
     notes_.push_back(num(exits_unopened_) + " thread(s) were inside the slow path when the recording began");
-  for (const auto& [id, o] : open_)
-    notes_.push_back("GC " + num(id) + " was still running when the recording ended");
+  for (const auto* m : {&open_, &cycles_})
+    for (const auto& [id, o] : *m) notes_.push_back("GC " + num(id) + " was still running when the recording ended");
+  if (shared_ids_)
+    notes_.push_back(num(shared_ids_) + " concurrent cycle(s) took the id of a pause that started at the same moment "
+                     "(HotSpot's GC ids are not taken atomically; its log shows the same)");
   if (stock_)
     notes_.push_back("stock mode: no heap sizes, slow-path pairing, PLABs or HotSpot GC ids are traced, so "
                      "gc.heap_growth, tlab.in_slow_path, slow.outcome and the PLAB checks do not apply");

@@ -28,8 +28,9 @@ struct Stretch {
   uint64_t offset = 0;                 // the closing pause-start record
   uint64_t growth = 0;                 // heap used at to_gc's start - at from_gc's end
   uint64_t allocated = 0;              // new TLABs + outside-TLAB objects in between
+  uint64_t filled = 0;                 // G1: region tails filled with a dummy object when retired
   bool checked = false;                // false: events were lost in it, or it cannot be decided
-  int64_t slack() const { return static_cast<int64_t>(growth) - static_cast<int64_t>(allocated); }
+  int64_t slack() const { return static_cast<int64_t>(growth) - static_cast<int64_t>(allocated + filled); }
 };
 
 struct CheckOptions {
@@ -89,7 +90,7 @@ class ConsistencyCheck {
   // A collection that began before the first start this trace saw (the
   // recording or segment began during it).
   bool started_before(uint64_t id) const {
-    return !open_.count(id) && (!have_first_start_ || id < first_start_id_);
+    return !open_.count(id) && !cycles_.count(id) && (!have_first_start_ || id < first_start_id_);
   }
 
   void tlab_refill(const trace::Record& r);
@@ -101,7 +102,8 @@ class ConsistencyCheck {
   void pause_end(const trace::Record& r);
   // A pause begins: close the mutator stretch against heap_used (a pause's
   // start figure), then retire what a pause retires.
-  void close_stretch(const trace::Record& r, uint64_t to_gc, const std::string& to_what, uint64_t heap_used);
+  void close_stretch(const trace::Record& r, uint64_t to_gc, const std::string& to_what, uint64_t heap_used,
+                     const std::string& cause);
   void open_stretch(uint64_t from_gc, const std::string& from_what, uint64_t heap_used);
   void plab_alloc(const trace::Record& r);
   void plab_retire(const trace::Record& r);
@@ -139,6 +141,23 @@ class ConsistencyCheck {
   void safepoint_end(const trace::Record& r);
   bool g1_ = false;                   // a G1 collection was seen      // Serial (JDK 17): a young collection given up, no gc__end
   uint64_t region_ = 0;  // G1's region size, 0 if not G1 or not known
+  // G1's mutator allocation regions, replayed from the traced allocations'
+  // addresses (MutatorAllocRegion: a current region, and a retained one that
+  // still fits a TLAB).  When G1 retires a region mid-stretch it fills the
+  // tail it leaves with a dummy object that no slow path allocated; the heap
+  // grows by it.  Young and full collections release both regions.
+  uint64_t g1_current_ = 0, g1_retained_ = 0;       // region bases, 0: none
+  std::unordered_map<uint64_t, uint64_t> g1_top_;   // region base -> end of its last allocation
+  uint64_t stretch_filled_ = 0;
+  struct G1Allocation {
+    uint64_t ts_ns, start, bytes;
+  };
+  std::vector<G1Allocation> g1_pending_;  // this stretch's, not yet replayed
+  void g1_allocated(uint64_t ts_ns, uint64_t start, uint64_t bytes);
+  void g1_replay();
+  void g1_retire_current();  // MutatorAllocRegion::retire(true)
+  uint64_t g1_free(uint64_t base) const;
+  void g1_fill(uint64_t base);
   uint64_t slack_bytes_ = 0;
   uint64_t events_ = 0, violation_count_ = 0;
   std::vector<Violation> violations_;
@@ -150,7 +169,9 @@ class ConsistencyCheck {
   std::map<uint64_t, Range> tlabs_;  // live TLABs by start: retired all at once by a pause
   std::map<uint64_t, Range> plabs_;  // this pause's PLABs by start, retired ones too
   bool fresh_pause_lost_ = false;    // events were lost since the open pause began
-  std::map<uint64_t, OpenGc> open_;  // started, not ended, by id
+  std::map<uint64_t, OpenGc> open_;    // pauses (young, full) started, not ended, by id
+  std::map<uint64_t, OpenGc> cycles_;  // concurrent cycles likewise
+  uint64_t shared_ids_ = 0;            // a cycle and a pause with one id (GCId::create's race)
   bool have_last_start_ = false;
   uint64_t last_start_id_ = 0, first_start_id_ = 0;
   bool have_first_start_ = false;
