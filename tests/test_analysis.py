@@ -73,20 +73,37 @@ def test_check_passes_clean_traces(traces, name):
         assert sum(s["allocated"] for s in stretches) >= 40 * (1 << 20)
 
 
-def test_check_counts_g1_region_tails_filled_at_retire(jdks, java_classes, tmp_path):
+# MinTLABSize, the JVM flags it takes with it, and BigArrays' array length.
+TAIL_CASES = {
+    "default": (2048, ["-XX:TLABSize=16k"], 5000),
+    # HotSpot derives the smallest TLAB and PLAB from the flag and refuses to
+    # start unless TLABSize and the PLAB sizes are at least that.
+    "min-tlab-64k": (65536, ["-XX:MinTLABSize=64k", "-XX:TLABSize=64k", "-XX:YoungPLABSize=64k",
+                             "-XX:OldPLABSize=64k"], 9000),
+}
+
+
+@pytest.mark.parametrize("case", list(TAIL_CASES))
+def test_check_counts_g1_region_tails_filled_at_retire(jdks, java_classes, tmp_path, case):
     """G1 retires a region that cannot take the next allocation and fills the
     tail it leaves with a dummy object no slow path allocated; a region left
-    with room for a TLAB is kept as the retained region, and the one it
-    displaces is filled.  The check replays both from the traced addresses.
-    40,016-byte arrays (long[5000]) outside 16 KiB TLABs leave 8,160 bytes of
-    each 1 MiB region: the retained-region path, every region.  (A CI run on
-    21 once met a 904-byte tail on AllocWorker, under the minimum TLAB: the
-    other path.)"""
-    cmd = java_cmd(jdks["patched"], java_classes, "G1", 64, "BigArrays", 1500, 5000)
-    cmd[1:1] = ["-XX:TLABSize=16k", "-XX:-ResizeTLAB", "-XX:G1HeapRegionSize=1m"]
+    with room for a TLAB (MinTLABSize) is kept as the retained region, and the
+    one it displaces is filled.  The check replays both from the traced
+    addresses.  "default": 40,016-byte arrays (long[5000]) outside 16 KiB
+    TLABs leave 8,160 bytes of each 1 MiB region, the retained-region path.
+    "min-tlab-64k": 72,016-byte arrays leave 40,352 bytes, which fit no TLAB
+    of at least 64 KiB, so each region is filled when retired; the check
+    reads the flag from the JVM (meta min_tlab_bytes), and replayed with the
+    default it would be a tail off in each stretch.  (A CI run on 21 once
+    met a 904-byte tail on AllocWorker, under the minimum TLAB.)"""
+    min_tlab, flags, length = TAIL_CASES[case]
+    cmd = java_cmd(jdks["patched"], java_classes, "G1", 64, "BigArrays", 1500 * 5000 // length, length)
+    cmd[1:1] = [*flags, "-XX:-ResizeTLAB", "-XX:G1HeapRegionSize=1m"]
     path = tmp_path / "tails.jvmtrace"
     run = record_run(cmd, path)
     assert run.target_rc == 0, run.target_err
+    meta = dump_json(path)[1][0]
+    assert meta["min_tlab_bytes"] == str(min_tlab), meta
     rc, c = check(path)
     assert (rc, c["violations"], c["found"]) == (0, 0, []), c
     stretches = [s for s in c["stretches"] if s["checked"]]
@@ -97,6 +114,13 @@ def test_check_counts_g1_region_tails_filled_at_retire(jdks, java_classes, tmp_p
     assert all(s["growth"] == s["allocated"] + s["filled"] for s in stretches), stretches
     r = jvmtrace("report", "--check", path)
     assert "counted as filled" in r.stdout, r.stdout
+    if min_tlab != 2048:
+        # Replayed with the default MinTLABSize instead, the model is off.
+        wrong = tmp_path / "default-min-tlab.jvmtrace"
+        subprocess.run([str(TRACE_EDIT), str(path), str(wrong), "meta", "min_tlab_bytes", "2048"], check=True,
+                       timeout=60)
+        _, w = check(wrong)
+        assert any(s["growth"] != s["allocated"] + s["filled"] for s in w["stretches"] if s["checked"]), w
 
 
 def events_of(path):

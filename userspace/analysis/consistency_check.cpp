@@ -60,6 +60,8 @@ void ConsistencyCheck::add(const trace::Record& r) {
     cycle_known_ = pause_probes_;  // the pauses show what a concurrent cycle frees
     const std::string region = reader_.meta_value("heap_region_bytes");
     region_ = region.empty() ? 0 : std::strtoull(region.c_str(), nullptr, 10);
+    const std::string min_tlab = reader_.meta_value("min_tlab_bytes");
+    if (!min_tlab.empty()) min_tlab_ = std::strtoull(min_tlab.c_str(), nullptr, 10);
     slack_bytes_ = options_.growth_slack_bytes ? options_.growth_slack_bytes : region_ ? region_ : 1u << 20;
     return;
   }
@@ -138,10 +140,9 @@ void ConsistencyCheck::tlab_refill(const trace::Record& r) {
   g1_allocated(r.event.ts_ns, start, bytes);
 }
 
-// HotSpot's MinTLABSize (the default; the trace does not carry the flag) and
-// the smallest dummy object G1 fills a tail with (two words: a header with a
+// The smallest dummy object G1 fills a tail with (two words: a header with a
 // compressed class pointer).
-constexpr uint64_t kMinTlabBytes = 2048, kMinFillBytes = 16;
+constexpr uint64_t kMinFillBytes = 16;
 constexpr size_t kMaxPendingAllocations = 1 << 20;
 
 uint64_t ConsistencyCheck::g1_free(uint64_t base) const {
@@ -162,7 +163,7 @@ void ConsistencyCheck::g1_fill(uint64_t base) {
 void ConsistencyCheck::g1_retire_current() {
   if (!g1_current_) return;
   const uint64_t free = g1_free(g1_current_);
-  if (free >= kMinTlabBytes && (!g1_retained_ || free >= g1_free(g1_retained_))) {
+  if (free >= min_tlab_ && (!g1_retained_ || free >= g1_free(g1_retained_))) {
     if (g1_retained_) g1_fill(g1_retained_);
     g1_retained_ = g1_current_;
   } else {

@@ -141,6 +141,7 @@ class ConsistencyCheck {
   void safepoint_end(const trace::Record& r);
   bool g1_ = false;                   // a G1 collection was seen      // Serial (JDK 17): a young collection given up, no gc__end
   uint64_t region_ = 0;  // G1's region size, 0 if not G1 or not known
+  uint64_t min_tlab_ = 2048;  // MinTLABSize (meta min_tlab_bytes; HotSpot's default if absent)
   // G1's mutator allocation regions, replayed from the traced allocations'
   // addresses (MutatorAllocRegion: a current region, and a retained one that
   // still fits a TLAB).  When G1 retires a region mid-stretch it fills the

@@ -1,4 +1,5 @@
-// G1's region size, read from a running HotSpot.
+// G1's region size, and the minimum TLAB size its region replay needs
+// (report --check, decision 122), read from a running HotSpot.
 #pragma once
 #include <sys/types.h>
 
@@ -18,9 +19,12 @@ class G1RegionSize {
   // at start-up: HotSpot sets it in universe_init), no symbols, or not
   // readable.
   uint64_t read() const;
+  // The flag MinTLABSize (bytes; set before the heap is), or 0 if unknown.
+  uint64_t min_tlab() const;
 
  private:
+  uint64_t read_at(uint64_t address) const;
   pid_t pid_;
-  uint64_t address_ = 0;
+  uint64_t address_ = 0, min_tlab_address_ = 0;
 };
 }  // namespace jvmtrace

@@ -39,6 +39,7 @@ void TraceMeta::write_once(trace::TraceWriter& w) {
   poll_region_size();
   written_ = true;  // from here on the size is not needed again
   w.meta(head_ + (region_bytes_ ? "\nheap_region_bytes=" + std::to_string(region_bytes_) : std::string()) +
+         (min_tlab_bytes_ ? "\nmin_tlab_bytes=" + std::to_string(min_tlab_bytes_) : std::string()) +
          (stock_ ? "" : pause_probes_ ? "\npause_probes=1" : "\npause_probes=0") +
          (stock_ ? "" : safepoint_probes_ ? "\nsafepoint_probes=1" : "\nsafepoint_probes=0") +
          (stock_ ? "" : std::string("\nprobe_set=") + probe_set_) + tail_);

@@ -37,7 +37,10 @@ class TraceMeta {
   }
   // G1's region size while it is not known and the record is not out yet.
   void poll_region_size() {
-    if (!region_bytes_ && !written_) region_bytes_ = region_size_.read();
+    if (!region_bytes_ && !written_) {
+      region_bytes_ = region_size_.read();
+      if (region_bytes_) min_tlab_bytes_ = region_size_.min_tlab();
+    }
   }
   // The record, into w, the first time only (a segment after a rotation
   // repeats it by itself).
@@ -49,7 +52,7 @@ class TraceMeta {
   bool pause_probes_ = true, safepoint_probes_ = false;
   const char* probe_set_ = "";
   G1RegionSize region_size_;
-  uint64_t region_bytes_ = 0;
+  uint64_t region_bytes_ = 0, min_tlab_bytes_ = 0;
   bool written_ = false;
 };
 
