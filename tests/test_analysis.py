@@ -97,7 +97,7 @@ def test_check_counts_g1_region_tails_filled_at_retire(jdks, java_classes, tmp_p
     default it would be a tail off in each stretch.  (A CI run on 21 once
     met a 904-byte tail on AllocWorker, under the minimum TLAB.)"""
     min_tlab, flags, length = TAIL_CASES[case]
-    cmd = java_cmd(jdks["patched"], java_classes, "G1", 64, "BigArrays", 1500 * 5000 // length, length)
+    cmd = java_cmd(jdks["patched"], java_classes, "G1", 64, "BigArrays", 4000 * 5000 // length, length)
     cmd[1:1] = [*flags, "-XX:-ResizeTLAB", "-XX:G1HeapRegionSize=1m"]
     path = tmp_path / "tails.jvmtrace"
     run = record_run(cmd, path)
