@@ -93,6 +93,7 @@ void ConsistencyCheck::lost(const trace::Record& r) {
   g1_current_ = g1_retained_ = 0;  // unknown until the next collection releases them
   g1_top_.clear();
   g1_pending_.clear();
+  g1_filled_.clear();
   plabs_.clear();
   open_.clear();
   cycles_.clear();
@@ -152,7 +153,9 @@ uint64_t ConsistencyCheck::g1_free(uint64_t base) const {
 
 void ConsistencyCheck::g1_fill(uint64_t base) {
   const uint64_t free = g1_free(base);
-  if (free >= kMinFillBytes && stretch_open_) stretch_filled_ += free;  // G1AllocRegion::fill_up_remaining_space
+  const uint64_t fill = free >= kMinFillBytes && stretch_open_ ? free : 0;  // G1AllocRegion::fill_up_remaining_space
+  stretch_filled_ += fill;
+  g1_filled_[base] = G1Filled{base + region_ - free, fill, stretch_seq_, stretch_open_};
   g1_top_.erase(base);
 }
 
@@ -190,12 +193,30 @@ void ConsistencyCheck::g1_replay() {
                    [](const G1Allocation& x, const G1Allocation& y) { return x.ts_ns < y.ts_ns; });
   for (const G1Allocation& x : g1_pending_) {
     const uint64_t base = x.start / region_ * region_;
+    const uint64_t end = std::min(x.start + x.bytes, base + region_);  // (a damaged trace: within its region)
+    auto filled = g1_filled_.find(base);
+    if (filled != g1_filled_.end() && base != g1_current_ && base != g1_retained_) {
+      // A region already filled takes no allocation: this one happened
+      // before the fill, and its record's time (taken after the
+      // allocation, lock-free in the region) came after another thread's
+      // in the next region.  Its tail was smaller than counted.
+      G1Filled& f = filled->second;
+      g1_reordered_++;
+      if (end > f.top) {
+        f.top = end;
+        const uint64_t free = base + region_ - end;
+        const uint64_t fill = free >= kMinFillBytes && f.counted ? free : 0;
+        if (f.seq == stretch_seq_) stretch_filled_ = stretch_filled_ - f.fill + fill;
+        f.fill = fill;
+      }
+      continue;
+    }
     if (base != g1_current_ && base != g1_retained_) {
       g1_retire_current();
       g1_current_ = base;
     }
     uint64_t& top = g1_top_[base];
-    top = std::max(top, x.start + x.bytes);
+    top = std::max(top, end);
   }
   g1_pending_.clear();
 }
@@ -312,6 +333,7 @@ void ConsistencyCheck::gc_start(const trace::Record& r) {
     plabs_.clear();
     // G1 releases its mutator regions (G1Allocator::release_mutator_alloc_regions).
     g1_pending_.clear();
+    g1_filled_.clear();
     g1_current_ = g1_retained_ = 0;
     g1_top_.clear();
     fresh_pause_lost_ = false;
@@ -435,6 +457,7 @@ void ConsistencyCheck::open_stretch(uint64_t from_gc, const std::string& from_wh
   stretch_used_ = heap_used;
   stretch_alloc_ = 0;
   stretch_filled_ = 0;
+  stretch_seq_++;
 }
 
 // A pause ends with the title it started with, or with that title and a
@@ -636,6 +659,9 @@ void ConsistencyCheck::finish() {
     notes_.push_back(num(exits_unopened_) + " thread(s) were inside the slow path when the recording began");
   for (const auto* m : {&open_, &cycles_})
     for (const auto& [id, o] : *m) notes_.push_back("GC " + num(id) + " was still running when the recording ended");
+  if (g1_reordered_)
+    notes_.push_back(num(g1_reordered_) + " allocation(s) reached the trace after their G1 region was filled (their "
+                     "threads' records are timed after the allocation): replayed into that region's tail");
   if (shared_ids_)
     notes_.push_back(num(shared_ids_) + " concurrent cycle(s) took the id of a pause that started at the same moment "
                      "(HotSpot's GC ids are not taken atomically; its log shows the same)");

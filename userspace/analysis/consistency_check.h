@@ -154,6 +154,14 @@ class ConsistencyCheck {
     uint64_t ts_ns, start, bytes;
   };
   std::vector<G1Allocation> g1_pending_;  // this stretch's, not yet replayed
+  struct G1Filled {
+    uint64_t top = 0, fill = 0;  // the region's top when filled, and the bytes counted for it
+    uint64_t seq = 0;            // in which stretch
+    bool counted = true;         // (fill >= kMinFillBytes at the time, or 0 outside a stretch)
+  };
+  std::unordered_map<uint64_t, G1Filled> g1_filled_;  // retired and filled since the last release
+  uint64_t g1_reordered_ = 0;  // allocations replayed after their region's fill (records out of time order)
+  uint64_t stretch_seq_ = 0;
   void g1_allocated(uint64_t ts_ns, uint64_t start, uint64_t bytes);
   void g1_replay();
   void g1_retire_current();  // MutatorAllocRegion::retire(true)
