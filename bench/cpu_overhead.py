@@ -648,12 +648,15 @@ def summarise(runs, configs, a, rng):
                           "bound_pct": bound, "bound_pct_median": median(bound)}
         out["configs"][c] = s
     # What --stacks adds over `record` (issue 22's target: within 1% of JVM
-    # CPU), as each round's own difference, over the same round's `patched`.
-    if {"record", "record-stacks", "patched"} <= set(configs) and used:
-        rows = [(by_round[n]["record-stacks"], by_round[n]["record"], by_round[n]["patched"]) for n in used]
+    # CPU), as each round's own difference, over the same round's `patched`
+    # (or, when `patched` was not run, over the round's `record`).
+    if {"record", "record-stacks"} <= set(configs) and used:
+        denom = "patched" if "patched" in configs else "record"
+        rows = [(by_round[n]["record-stacks"], by_round[n]["record"], by_round[n][denom]) for n in used]
         cpu = [100 * (x.jvm_cpu - y.jvm_cpu) / b.jvm_cpu for x, y, b in rows]
         sys_ = [100 * (x.jvm_sys - y.jvm_sys) / b.jvm_cpu for x, y, b in rows]
         out["stacks_over_record"] = {
+            "over": denom,
             "extra_cpu_pct": cpu, "extra_cpu_pct_median": median(cpu),
             "extra_cpu_pct_ci95": bootstrap_ci(cpu, a.bootstrap, rng),
             "extra_sys_pct": sys_, "extra_sys_pct_median": median(sys_),
@@ -692,7 +695,7 @@ def print_summary(title, summ, configs):
                 f"| {v['extra_sys_pct_median']:+.2f} | {slo:+.2f} .. {shi:+.2f} | {tr} |")
     so = summ.get("stacks_over_record")
     if so:
-        log(f"\n`record-stacks` over `record`, each round's own difference over its `patched` JVM CPU: "
+        log(f"\n`record-stacks` over `record`, each round's own difference over its `{so['over']}` JVM CPU: "
             f"CPU {so['extra_cpu_pct_median']:+.2f}% (CI {so['extra_cpu_pct_ci95'][0]:+.2f} .. "
             f"{so['extra_cpu_pct_ci95'][1]:+.2f}), sys {so['extra_sys_pct_median']:+.2f}% "
             f"(CI {so['extra_sys_pct_ci95'][0]:+.2f} .. {so['extra_sys_pct_ci95'][1]:+.2f})")
