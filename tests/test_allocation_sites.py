@@ -33,6 +33,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -40,7 +41,7 @@ import pytest
 
 from conftest import BUILD_DIR, JDK_LINES, jdk_homes
 from corpus import PROGRAMS, record_held
-from helpers import reap, start_held_and_attach
+from helpers import LineReader, reap, start_held_and_attach, wait_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import replay_sampler  # noqa: E402  (the sampler's model, test_sample_rate_is_held_from_the_start)
@@ -411,3 +412,66 @@ def test_sample_rate_is_held_from_the_start(jdks, java_classes, tmp_path):
     took = len(stamps)
     assert 0.95 * model[0] <= took <= 1.05 * model[-1], \
         f"the VM took {took}, the model of decision 121 {model[0]}-{model[-1]} over 20 seeds; {info}"
+
+
+def test_libjvm_symbols_are_read_once_before_the_banner(jdks17, java_classes, tmp_path):
+    """`record --stacks` needs libjvm.so's symbol table (58,000 symbols,
+    20-35 ms to build) three times at attach: to name the VM's own frames,
+    to find the tables that name Java methods, and for G1's region size.
+    It builds it once (shared_elf_symbols), and before its banner: built
+    again on the JVM's first sample, it took CPU beside a JVM just released
+    (session 18: 305 ms after the banner), and built thrice it tripled the
+    attach.  A uprobe on ElfSymbols::load_fd, in the recorder's binary,
+    counts the builds; the trace's stacks show the one table served both
+    the VM's frames and the Java methods' names."""
+    bt = shutil.which("bpftrace")
+    assert bt, "bpftrace is needed"
+    # The function that builds a table (load_fd; in a binary from before
+    # tables were shared, load: so the test can be run against one), itself:
+    # not its .cold part, nor std::sort's instances for its lambdas.
+    names = subprocess.run(["nm", str(JVMTRACE)], capture_output=True, text=True, check=True).stdout.split()
+    load_fd = [n for n in names if n.startswith("_ZN8jvmtrace10ElfSymbols7load_fdE") and "." not in n] or \
+        [n for n in names if n.startswith("_ZN8jvmtrace10ElfSymbols4loadE") and "." not in n]
+    assert len(load_fd) == 1, load_fd
+    tracer = subprocess.Popen([bt, "-e", f'BEGIN {{ printf("ready\\n"); }} '
+                               f'uprobe:{JVMTRACE.resolve()}:{load_fd[0]} '
+                               f'{{ printf("load %d %llu\\n", pid, nsecs); }}'],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = LineReader(tracer.stdout)
+    jvm = rec = None
+    trace = tmp_path / "once.jvmtrace"
+    try:
+        out.wait_for(lambda l: l == "ready", 60, "bpftrace to attach its uprobe")
+        java = Path(jdks17["patched"]) / "bin/java"
+        jvm = subprocess.Popen([str(java), "-XX:+UnlockDiagnosticVMOptions", "-XX:+PauseAtStartup", "-XX:+UseG1GC",
+                                "-cp", str(java_classes), "AllocWorker", "3000000"], cwd=tmp_path,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        held = tmp_path / f"vm.paused.{jvm.pid}"
+        wait_until(lambda: held.exists() or jvm.poll() is not None, 60, "HotSpot to hold at start-up")
+        assert jvm.poll() is None, jvm.stderr.read()[-2000:]
+        rec = subprocess.Popen([str(JVMTRACE), "record", "--stacks", "-p", str(jvm.pid), "-o", str(trace)],
+                               stderr=subprocess.PIPE, text=True)
+        err = LineReader(rec.stderr)
+        err.wait_for(lambda l: l.startswith("Recording PID"), 60, "jvmtrace record to attach")
+        banner_ns = time.monotonic_ns()  # (bpftrace's nsecs is CLOCK_MONOTONIC too); the JVM is still held
+        held.unlink()
+        _, jerr = jvm.communicate(timeout=300)
+        assert jvm.returncode == 0, jerr[-2000:]
+        assert rec.wait(120) == 0, "\n".join(err.drain())
+    finally:
+        reap(jvm, rec)
+        tracer.terminate()
+        tracer.wait(30)
+    loads = [int(ns) for p, ns in (l.split()[1:] for l in out.drain() if l.startswith("load "))
+             if int(p) == rec.pid]
+    before = [ns for ns in loads if ns < banner_ns]
+    # Before the banner the recorder reads no ELF file but libjvm.so (the
+    # libraries of other frames come later, when a stack first shows one).
+    assert len(before) == 1, f"libjvm.so's symbols were built {len(before)} times before the banner (want 1)"
+    r = subprocess.run([str(JVMTRACE), "dump", "--json", str(trace)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    frames = [f for l in r.stdout.splitlines() if '"alloc__sample"' in l for f in json.loads(l)["args"]["stack"]]
+    vm = [f for f in frames if f["kind"] == "vm"]
+    java_named = [f for f in frames if f["kind"] != "vm" and f["method"].startswith("AllocWorker.")]
+    assert java_named, "no Java frame of AllocWorker was named"
+    assert any("::" in f["method"] for f in vm), f"no VM frame named from libjvm.so's symbols: {vm[:5]}"

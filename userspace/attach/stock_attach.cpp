@@ -30,18 +30,19 @@ bool StockTarget::prepare(pid_t pid, const TargetFile& libjvm, std::string* erro
   pid_ = pid;
   libjvm_ = libjvm.path();
   shown_ = printable(libjvm.shown());
-  if (!syms_.load(libjvm_, error, true, shown_)) return false;
+  syms_ = shared_elf_symbols(libjvm_, error, true, shown_);
+  if (!syms_) return false;
   const uint64_t start = libjvm_map_start(pid);
   if (!start) {
     *error = "cannot find where PID " + std::to_string(pid) + " mapped libjvm.so";
     return false;
   }
-  bias_ = syms_.load_bias(start);
+  bias_ = syms_->load_bias(start);
   // A JVM that has only just mapped libjvm.so has not relocated or filled
   // the table yet: wait for it a little (bounded), rather than refuse a JVM
   // attached to in its first milliseconds.
   std::map<std::string, uint64_t> fields;
-  for (int tries = 0; !read_vmstructs(pid, syms_, bias_, &fields, error); tries++) {
+  for (int tries = 0; !read_vmstructs(pid, *syms_, bias_, &fields, error); tries++) {
     if (tries == 100 || !process_alive(pid)) {
       *error += " (is it still starting? tried for 5 s)";
       return false;
@@ -60,13 +61,17 @@ bool StockTarget::prepare(pid_t pid, const TargetFile& libjvm, std::string* erro
     *out = it->second;
   }
   for (const auto& [prog, fn] : kFunctions) {
-    if (syms_.function(fn, error).empty()) return false;
+    if (syms_->function(fn, error).empty()) return false;
   }
-  if (!gc_cause_names(libjvm_, syms_, &gc_causes_, &cause_error_)) gc_causes_.clear();  // (then by number)
+  if (!gc_cause_names(libjvm_, *syms_, &gc_causes_, &cause_error_)) gc_causes_.clear();  // (then by number)
   return true;
 }
 
 bool StockTarget::attach(bpf_object* obj, Links* links, std::string* error) const {
+  if (!syms_) {
+    *error = "libjvm.so's symbols are not loaded (not prepared)";
+    return false;
+  }
   bpf_program* prog;
   bpf_object__for_each_program(prog, obj) {
     if (!bpf_program__autoload(prog)) continue;
@@ -78,7 +83,7 @@ bool StockTarget::attach(bpf_object* obj, Links* links, std::string* error) cons
       *error = std::string("no HotSpot function for program ") + name;
       return false;
     }
-    const std::string mangled = syms_.function(fn, error);
+    const std::string mangled = syms_->function(fn, error);
     if (mangled.empty()) return false;
     LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = mangled.c_str());
     bpf_link* l = bpf_program__attach_uprobe_opts(prog, pid_, libjvm_.c_str(), 0, &opts);
@@ -110,8 +115,9 @@ constexpr uint64_t kVptrOffset = 16;
 }  // namespace
 
 std::string StockTarget::gc_name(uint64_t vptr) const {
+  if (!syms_) return {};  // (not prepared)
   uint64_t off = 0;
-  std::string o = syms_.object_at(vptr - bias_, &off);
+  std::string o = syms_->object_at(vptr - bias_, &off);
   static const std::string kVtable = "vtable for ";
   if (o.compare(0, kVtable.size(), kVtable) != 0) return {};
   return collector_of(o.substr(kVtable.size()));
@@ -119,7 +125,8 @@ std::string StockTarget::gc_name(uint64_t vptr) const {
 
 std::vector<std::pair<uint64_t, uint32_t>> StockTarget::tracer_kinds() const {
   std::vector<std::pair<uint64_t, uint32_t>> out;
-  for (const auto& [cls, vaddr] : syms_.vtables("Tracer"))
+  if (!syms_) return out;
+  for (const auto& [cls, vaddr] : syms_->vtables("Tracer"))
     out.emplace_back(bias_ + vaddr + kVptrOffset, gc_kind_of(collector_of(cls)));
   return out;
 }

@@ -48,7 +48,7 @@ class StockTarget {
  private:
   pid_t pid_ = 0;
   std::string libjvm_, shown_;  // the checked file's /proc/self/fd path; how messages name it
-  ElfSymbols syms_;
+  std::shared_ptr<const ElfSymbols> syms_;
   uint64_t bias_ = 0;
   std::vector<std::string> gc_causes_;
   std::string cause_error_;

@@ -298,20 +298,21 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
     // map, no frame pointers.
     symbolizer = std::make_unique<StackSymbolizer>(o.pid);
     namer = std::make_unique<MethodNamer>(o.pid, libjvm);
-    // Both read libjvm.so's symbols (tens of MB) once: now, before the
-    // probes fire, not at the first sample.  A sample's names are trusted
-    // only if the VM freed no metadata between the hit and the read
-    // (docs/probes.md, alloc__sample): a recorder busy loading symbols
-    // while a JVM starts up refused every name for its first second.
-    // (The symbolizer knows only executable mappings: an address in
-    // libjvm.so's code, not its first mapping, which is read-only.  Named
-    // from there, the load fell on the JVM's first sample, 30-50 ms of this
-    // process's CPU beside a JVM starting to run.)
-    std::string not_yet;
-    namer->ensure(&not_yet);  // (a JVM still starting may not be ready: tried again at the first sample)
+    // Both read libjvm.so's symbols (tens of MB): now, before the probes
+    // fire, not at the first sample.  A sample's names are trusted only if
+    // the VM freed no metadata between the hit and the read (docs/probes.md,
+    // alloc__sample): a recorder busy loading symbols while a JVM starts up
+    // refused every name for its first second.  (The symbolizer knows only
+    // executable mappings: an address in libjvm.so's code, not its first
+    // mapping, which is read-only.  Named from there, the load fell on the
+    // JVM's first sample, 30-50 ms of this process's CPU beside a JVM
+    // starting to run.)  The symbolizer first: it keeps the table, which the
+    // namer and the meta's G1 region size then share (shared_elf_symbols).
     uint64_t lo, hi;
     const bool text = libjvm_text_range(o.pid, &lo, &hi);
     if (text) symbolizer->frame(lo);
+    std::string not_yet;
+    namer->ensure(&not_yet);  // (a JVM still starting may not be ready: tried again at the first sample)
     recorder.capture_samples(namer.get(), symbolizer.get(), bpf.probe_set() == ProbeSet::kBatched);
     // The kernel follows the VM's frames only within libjvm.so's code (else
     // bpf_get_stack), and stops waking us for stacks named whole.

@@ -4,12 +4,16 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 namespace jvmtrace {
 
@@ -22,23 +26,66 @@ std::string demangle(const std::string& mangled) {
   return s;
 }
 
+namespace {
+int open_elf(const std::string& file, const std::string& path, std::string* error) {
+  const int fd = open(file.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) *error = "cannot open " + path + ": " + std::strerror(errno);
+  return fd;
+}
+}  // namespace
+
 bool ElfSymbols::load(const std::string& file, std::string* error, bool need_symtab, const std::string& shown) {
   const std::string& path = shown.empty() ? file : shown;
+  const int fd = open_elf(file, path, error);
+  if (fd < 0) return false;
+  const bool ok = load_fd(fd, path, error, need_symtab);
+  close(fd);
+  return ok;
+}
+
+std::shared_ptr<const ElfSymbols> shared_elf_symbols(const std::string& file, std::string* error, bool need_symtab,
+                                                     const std::string& shown) {
+  using Key = std::tuple<dev_t, ino_t, off_t, int64_t, int64_t, int64_t, int64_t>;
+  static std::mutex mu;
+  static std::map<Key, std::weak_ptr<const ElfSymbols>> tables;
+  const std::string& path = shown.empty() ? file : shown;
+  const int fd = open_elf(file, path, error);
+  if (fd < 0) return nullptr;
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    *error = "cannot stat " + path + ": " + std::strerror(errno);
+    close(fd);
+    return nullptr;
+  }
+  const Key key{st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec, st.st_ctim.tv_sec,
+                st.st_ctim.tv_nsec};
+  std::lock_guard<std::mutex> lock(mu);
+  for (auto it = tables.begin(); it != tables.end();) it = it->second.expired() ? tables.erase(it) : std::next(it);
+  if (auto it = tables.find(key); it != tables.end()) {
+    // A table built without .symtab serves only callers that do without.
+    if (auto held = it->second.lock(); held && (!need_symtab || held->has_symtab())) {
+      close(fd);
+      return held;
+    }
+  }
+  auto table = std::make_shared<ElfSymbols>();
+  const bool ok = table->load_fd(fd, path, error, need_symtab);
+  close(fd);
+  if (!ok) return nullptr;
+  tables[key] = table;
+  return table;
+}
+
+bool ElfSymbols::load_fd(int fd, const std::string& path, std::string* error, bool need_symtab) {
   std::vector<Sym> dynamic;
   if (elf_version(EV_CURRENT) == EV_NONE) {
     *error = "libelf is unusable";
-    return false;
-  }
-  int fd = open(file.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  if (fd < 0) {
-    *error = "cannot open " + path + ": " + std::strerror(errno);
     return false;
   }
   Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
   if (!elf || elf_kind(elf) != ELF_K_ELF) {
     *error = path + " is not an ELF file";
     if (elf) elf_end(elf);
-    close(fd);
     return false;
   }
   size_t nph = 0;
@@ -74,7 +121,7 @@ bool ElfSymbols::load(const std::string& file, std::string* error, bool need_sym
     }
   }
   elf_end(elf);
-  close(fd);
+  has_symtab_ = have_symtab;
   if (!have_symtab && !need_symtab) {
     functions_ = std::move(dynamic);  // a stripped library: its exported functions only
   } else if (!have_symtab) {

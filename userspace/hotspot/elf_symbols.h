@@ -4,6 +4,7 @@
 // object an address falls in (a vtable, to name a C++ object's class).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -43,7 +44,13 @@ class ElfSymbols {
   // file's offset 0 at map_start.
   uint64_t load_bias(uint64_t map_start) const { return map_start - first_load_vaddr_; }
 
+  bool has_symtab() const { return has_symtab_; }
+
  private:
+  friend std::shared_ptr<const ElfSymbols> shared_elf_symbols(const std::string&, std::string*, bool,
+                                                              const std::string&);
+  bool load_fd(int fd, const std::string& path, std::string* error, bool need_symtab);
+
   struct Sym {
     std::string name;
     uint64_t value, size;
@@ -52,7 +59,19 @@ class ElfSymbols {
   std::vector<Sym> objects_;  // sorted by value
   std::unordered_map<std::string, uint64_t> values_;
   uint64_t first_load_vaddr_ = 0;
+  bool has_symtab_ = false;
 };
+
+// ElfSymbols::load, shared: one table per file while anyone holds it.  A
+// recorder attaching to a JVM needs libjvm.so's 58,000 symbols in three
+// places (naming the VM's frames, its Java methods, G1's region size), and
+// built the table three times, 20-35 ms each.  The file is the key (device,
+// inode, size, modification and change times, of the file opened), so a
+// different file at the same path, or the same path in another container,
+// is never served another's table; entries go when their last holder does.
+// Thread-safe.  Null with *error as load() would fail.
+std::shared_ptr<const ElfSymbols> shared_elf_symbols(const std::string& path, std::string* error,
+                                                     bool need_symtab = true, const std::string& shown = "");
 
 std::string demangle(const std::string& mangled);
 

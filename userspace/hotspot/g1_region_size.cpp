@@ -7,18 +7,19 @@
 
 namespace jvmtrace {
 G1RegionSize::G1RegionSize(pid_t pid, const TargetFile& libjvm) : pid_(pid) {
-  ElfSymbols syms;
   std::string error;
   const uint64_t start = libjvm_map_start(pid);
-  if (!start || !libjvm.valid() || !syms.load(libjvm.path(), &error)) return;
+  if (!start || !libjvm.valid()) return;
+  const auto syms = shared_elf_symbols(libjvm.path(), &error);
+  if (!syms) return;
   // JDK 17 names the class HeapRegion; JDK 22 on, G1HeapRegion.
   for (const char* mangled : {"_ZN10HeapRegion10GrainBytesE", "_ZN12G1HeapRegion10GrainBytesE"}) {
-    if (const uint64_t v = syms.value(mangled)) {
-      address_ = syms.load_bias(start) + v;
+    if (const uint64_t v = syms->value(mangled)) {
+      address_ = syms->load_bias(start) + v;
       break;
     }
   }
-  if (const uint64_t v = syms.value("MinTLABSize")) min_tlab_address_ = syms.load_bias(start) + v;
+  if (const uint64_t v = syms->value("MinTLABSize")) min_tlab_address_ = syms->load_bias(start) + v;
 }
 
 uint64_t G1RegionSize::read() const { return read_at(address_); }

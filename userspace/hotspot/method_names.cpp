@@ -28,12 +28,11 @@ bool MethodNamer::ensure(std::string* error) {
     return false;
   }
   next_try_ns_ = now + 100'000'000;
-  ElfSymbols syms;
   const uint64_t start = libjvm_map_start(target_);
   if (!start) {
     error_ = "libjvm.so is no longer mapped in PID " + std::to_string(target_);
-  } else if (syms.load(libjvm_, &error_, true, shown_)) {
-    init(syms, syms.load_bias(start), &error_);
+  } else if (const auto syms = shared_elf_symbols(libjvm_, &error_, true, shown_)) {
+    init(*syms, syms->load_bias(start), &error_);
   }
   *error = error_;
   return ready();

@@ -107,14 +107,12 @@ std::string StackSymbolizer::frame(uint64_t ip) {
   if (found == elves_.end()) {
     // The mapped file itself (map_files), checked to be a regular file:
     // whatever the target's root now holds at that name is not looked at.
-    std::unique_ptr<ElfSymbols> e;
+    std::shared_ptr<const ElfSymbols> e;
     std::string error;
     TargetFile f;
     if (open_mapped_file(pid_, jvmtrace::Mapping{m->start, m->end, m->offset, "", m->path}, kMaxElfBytes, &f,
-                         &error)) {
-      e = std::make_unique<ElfSymbols>();
-      if (!e->load(f.path(), &error, false)) e.reset();
-    }
+                         &error))
+      e = shared_elf_symbols(f.path(), &error, false);
     found = elves_.emplace(m->path, std::move(e)).first;
   }
   const auto& elf = found->second;

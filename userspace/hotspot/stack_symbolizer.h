@@ -77,7 +77,7 @@ class StackSymbolizer {
   std::string perf_rel_, perf_problem_;
   std::vector<Mapping> maps_;  // sorted by start
   uint64_t maps_read_ns_ = 0;
-  std::map<std::string, std::unique_ptr<ElfSymbols>> elves_;  // nullptr: unreadable
+  std::map<std::string, std::shared_ptr<const ElfSymbols>> elves_;  // nullptr: unreadable
   std::vector<PerfSym> perf_;                                 // sorted by start
   uint64_t perf_size_ = 0, perf_mtime_ns_ = 0;
   uint64_t unresolved_jit_ = 0;
