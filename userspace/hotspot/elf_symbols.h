@@ -66,10 +66,15 @@ class ElfSymbols {
 // recorder attaching to a JVM needs libjvm.so's 58,000 symbols in three
 // places (naming the VM's frames, its Java methods, G1's region size), and
 // built the table three times, 20-35 ms each.  The file is the key (device,
-// inode, size, modification and change times, of the file opened), so a
-// different file at the same path, or the same path in another container,
-// is never served another's table; entries go when their last holder does.
-// Thread-safe.  Null with *error as load() would fail.
+// inode, size, modification and change times, of the file opened); entries
+// go when their last holder does.  That key is the file system's word: a
+// FUSE file can forge it and a write through a shared mapping does not move
+// the times, so a target can be served a table of an earlier state of its
+// own files.  It gains nothing by that (it could map any libjvm.so), and it
+// cannot reach another target's table because each jvmtrace process traces
+// one JVM (the daemon runs one worker process per JVM): keep it so, or key
+// the cache by target too.  Thread-safe (the parse runs under one lock).
+// Null with *error as load() would fail.
 std::shared_ptr<const ElfSymbols> shared_elf_symbols(const std::string& path, std::string* error,
                                                      bool need_symtab = true, const std::string& shown = "");
 
