@@ -111,8 +111,11 @@ def check_against_log(events, log, gc):
     # the tracers on 2 cores; a 0.33 ms fastdebug pause read 22.8 ms in CI,
     # inside a safepoint the log itself timed at 23.8 ms): one pause in
     # twenty (at least one) may lie beyond the tight bracket, but not beyond
-    # the time the log says the VM spent at its safepoint (+ 1 ms).  A probe
-    # in the wrong place moves every pause, not one in twenty.
+    # the time the log says the VM spent at its safepoint (+ 1 ms); or short
+    # of it, when the VM thread lost its CPU between the log's start stamp
+    # and the start probe (a 1.548 ms ZGC Pause Mark End read 0.146 ms in
+    # CI, on 21).  A probe in the wrong place moves every pause, not one in
+    # twenty.
     outside = []
     for i, (mine, line) in enumerate(zip(ours, logged)):
         gc_id, name, cause, kind, ms, sp = mine
@@ -120,7 +123,7 @@ def check_against_log(events, log, gc):
         kind_ok = kind == expected_kind(gc, line["title"], line["tag"])
         tight = line["ms"] - 1.0 <= ms <= line["ms"] * 1.1 + 2.0
         at_safepoint_ms = safepoints[sp]["at_safepoint_ns"] / 1e6 if sp < len(safepoints) else 0.0
-        loose = line["ms"] - 1.0 <= ms <= max(line["ms"] * 1.1 + 2.0, at_safepoint_ms + 1.0)
+        loose = 0.0 < ms <= max(line["ms"] * 1.1 + 2.0, at_safepoint_ms + 1.0)
         what = (f"#{i}: log GC({line['gc_id']}) {line['tag'] or ''} {line['title']!r} {line['ms']} ms; "
                 f"traced GC({gc_id}) {name!r} ({cause!r}) kind {kind} {ms:.3f} ms")
         if not (gc_id == line["gc_id"] and title_ok and kind_ok and loose):
