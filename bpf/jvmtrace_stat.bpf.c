@@ -111,6 +111,18 @@ struct {
 	__type(value, struct jt_safepoint_val);
 } safepoint_ops SEC(".maps");
 
+/* A new operation: its name to user space with the notice, copied now
+ * while the JVM surely has it. */
+static __always_inline void announce_op(__u64 op)
+{
+	struct jt_new_op k = { .key = op, .kind = JT_KEY_SAFEPOINT_OP };
+	long n = bpf_probe_read_user_str(k.name, sizeof(k.name), (const void *)op);
+
+	k.name_len = n > 1 ? n - 1 : 0;
+	if (bpf_ringbuf_output(&new_keys, &k, sizeof(k), 0))
+		count(JT_C_NAMES_LOST, 1);
+}
+
 /* safepoint__end(operation, reaching_ns, at_safepoint_ns, total_ns, threads,
  * running, cleanup_ns, safepoint_id): the VM's own figures. */
 SEC("usdt")
@@ -126,7 +138,9 @@ int safepoint__end(struct pt_regs *ctx)
 	if (!v) {
 		struct jt_safepoint_val zero = {};
 
-		bpf_map_update_elem(&safepoint_ops, &op, &zero, BPF_NOEXIST);
+		/* (0 only for the CPU that made the entry: one notice each) */
+		if (!bpf_map_update_elem(&safepoint_ops, &op, &zero, BPF_NOEXIST))
+			announce_op(op);
 		v = bpf_map_lookup_elem(&safepoint_ops, &op);
 		if (!v) {
 			count(JT_C_SAFEPOINT_OPS_FULL, 1);

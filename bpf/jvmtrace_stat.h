@@ -82,8 +82,8 @@ enum jt_counter {
 };
 
 /* Per safepoint operation, keyed by the address of its name (HotSpot's
- * static VM_Operation name table: stable for the JVM's life); user space
- * reads each name once. */
+ * static VM_Operation name table: stable for the JVM's life); each name
+ * comes with the notice of its first safepoint (struct jt_new_op). */
 struct jt_safepoint_val {
 	__u64 count;
 	__u64 reach_ns;          /* sums */
@@ -116,7 +116,7 @@ struct jt_class_val {
 /* A per-thread or per-class entry was just created: sent through the
  * `new_keys` ring buffer so user space names it at once (a thread's name from
  * /proc, a class name from the JVM's memory) while both surely still exist. */
-enum jt_key_kind { JT_KEY_THREAD = 0, JT_KEY_CLASS = 1 };
+enum jt_key_kind { JT_KEY_THREAD = 0, JT_KEY_CLASS = 1, JT_KEY_SAFEPOINT_OP = 2 };
 struct jt_new_key {
 	__u64 key;               /* tid, or the class name's address */
 	__u32 kind;              /* enum jt_key_kind */
@@ -127,10 +127,26 @@ struct jt_new_key {
 				  * a batch names another thread */
 };
 
+/* A safepoint operation's first safepoint: its name, copied in the kernel
+ * at the probe (a report read as the JVM exits, or after, still names it;
+ * user space read it at the report before, and after the JVM's exit every
+ * operation was "<unreadable>").  The same first three fields as
+ * jt_new_key. */
+#define JT_OP_NAME_MAX 64
+struct jt_new_op {
+	__u64 key;               /* the name's address */
+	__u32 kind;              /* JT_KEY_SAFEPOINT_OP */
+	__u32 name_len;          /* bytes of name[] before its NUL; 0: not
+				  * readable in the kernel (user space reads
+				  * it), JT_OP_NAME_MAX - 1: perhaps cut */
+	char name[JT_OP_NAME_MAX];
+};
+
 JVMTRACE_ABI_ASSERT(sizeof(struct jt_hist_val) == 8 * (JT_HIST_SLOTS + 1), "jt_hist_val");
 JVMTRACE_ABI_ASSERT(sizeof(struct jt_thread_val) == 32, "jt_thread_val");
 JVMTRACE_ABI_ASSERT(sizeof(struct jt_class_val) == 40, "jt_class_val");
 JVMTRACE_ABI_ASSERT(sizeof(struct jt_new_key) == 32, "jt_new_key");
 JVMTRACE_ABI_ASSERT(sizeof(struct jt_safepoint_val) == 48, "jt_safepoint_val");
+JVMTRACE_ABI_ASSERT(sizeof(struct jt_new_op) == 80, "jt_new_op");
 
 #endif /* JVMTRACE_STAT_H */

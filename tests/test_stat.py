@@ -13,7 +13,7 @@ import pytest
 from collections import Counter
 
 from conftest import BUILD_DIR, JDK_LINES, jdk_homes
-from helpers import REPO, LineReader, go_uptime_s, jfr_events, parse_gc_log, traced_run
+from helpers import REPO, LineReader, go_uptime_s, jfr_events, parse_gc_log, parse_safepoints, traced_run
 from test_jvm_probes import java_cmd, worker_tid
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
@@ -112,6 +112,40 @@ def test_a_thread_gone_before_user_space_looks_keeps_its_name(usdt_fixture, prob
                        "--rounds", "2", "--name-threads"], "-b", str(usdt_fixture), "--probe-set", probe_set)
     assert run.target_rc == 0, run.target_err
     assert sorted(t["comm"] for t in r["threads"]) == sorted(f"fx-t{t}" for t in range(threads)), r["threads"]
+
+
+def test_safepoint_operations_are_named_though_the_jvm_has_exited(usdt_fixture):
+    """The fixture fires safepoint__end ("SentinelOperation") every round and
+    exits; stat reports after that.  The operation's name came with the
+    notice of its first safepoint, copied in the kernel at the probe
+    (issue 32: stat read it at the report, from a process gone by then,
+    and printed "<unreadable>" for every operation of a JVM it saw exit)."""
+    rounds = 50
+    run, r = stat_run([str(usdt_fixture), "--wait-for", "stdin", "--vm-probes", "--rounds", str(rounds)],
+                      "-b", str(usdt_fixture))
+    assert run.target_rc == 0, run.target_err
+    assert [(o["operation"], o["count"]) for o in r["safepoints_by_operation"]] == [("SentinelOperation", rounds)], \
+        r["safepoints_by_operation"]
+    assert (r["counters"]["names_lost"], r["counters"]["malformed_notices"]) == (0, 0), r["counters"]
+
+
+def test_stat_names_every_safepoint_operation_of_the_log(jdks, java_classes, tmp_path):
+    """A real JVM, stat attached until it exits: every operation stat
+    counts is named as -Xlog:safepoint names it, with no more safepoints
+    than the log has, and at least those after the program's go (stat was
+    attached before it).  PauseMix makes collections and thread dumps."""
+    log = tmp_path / "sp.log"
+    cmd = java_cmd(jdks["patched"], java_classes, "G1", 64, "PauseMix", 2, 40)
+    cmd[1:1] = [f"-Xlog:safepoint:file={log}"]
+    run, r = stat_run(cmd)
+    assert run.target_rc == 0, run.target_err
+    logged = parse_safepoints(log.read_text())
+    since_go = Counter(s["operation"] for s in logged if s["uptime"] >= go_uptime_s(run.target_out))
+    ops = {o["operation"]: o["count"] for o in r["safepoints_by_operation"]}
+    info = f"stat {ops}, the log since go {dict(since_go)}"
+    assert "<unreadable>" not in ops and set(ops) <= {s["operation"] for s in logged}, info
+    assert sum(ops.values()) <= len(logged) and all(ops.get(k, 0) >= n for k, n in since_go.items()), info
+    assert "ThreadDump" in ops, info
 
 
 def bpf_maps_of(pid):

@@ -281,7 +281,7 @@ class StatSession {
     if (maps_.safepoint_ops)
       for (const auto& [key, v] : read_percpu_hash_map<uint64_t, jt_safepoint_val>(maps_.safepoint_ops, add_safepoint)) {
         auto it = op_names_.find(key);
-        if (it == op_names_.end()) {  // static text in the VM: read once
+        if (it == op_names_.end()) {  // its notice lost: static text in the VM, read once
           std::string n = read_process_string(o_.pid, key, 128);
           if (!n.empty()) it = op_names_.emplace(key, n).first;
         }
@@ -310,6 +310,23 @@ class StatSession {
       return 0;
     }
     const auto* k = static_cast<const jt_new_key*>(data);
+    if (k->kind == JT_KEY_SAFEPOINT_OP) {
+      if (size < sizeof(jt_new_op)) {
+        self->malformed_notices_++;
+        return 0;
+      }
+      // The name as the kernel copied it at the probe; read here only if it
+      // could not (its page not yet touched) or may have been cut, while the
+      // JVM that just ended this safepoint still runs.
+      const auto* op = static_cast<const jt_new_op*>(data);
+      std::string n;
+      if (op->name_len > 0 && op->name_len < JT_OP_NAME_MAX - 1)
+        n.assign(op->name, strnlen(op->name, op->name_len));
+      else
+        n = read_process_string(self->o_.pid, op->key, 128);
+      if (!n.empty()) self->op_names_.emplace(op->key, n);
+      return 0;
+    }
     if (k->kind == JT_KEY_THREAD) {
       // The name the thread had when it first allocated, read in the kernel
       // by the thread itself; else (a batch's record of another thread) /proc.
