@@ -160,6 +160,10 @@ void PerfettoExport::add(const trace::Record& r) {
     heap_known_ = false;  // an allocation may be among them
     return;
   }
+  if (r.type == trace::kEnd) {
+    target_exited_ = r.id == trace::kEndTargetExit;
+    return;
+  }
   if (r.type >= JT_PROBE_COUNT) return;
   const trace::Event& e = r.event;
   const uint64_t* a = e.a;
@@ -323,10 +327,16 @@ void PerfettoExport::finish() {
   for (const auto& [key, p] : pauses_)
     out_.slice("gc", "GC " + u(key.first) + " " + reader_.strings()[p.name] + " (unfinished)", pause_track_, p.ts,
                last_ns_, {{"gc_id", key.first}, {"unfinished", true}});
-  // (a safepoint that ends the VM, "Halt" or "Exit", never ends)
-  if (safepoint_.open)
-    out_.slice("safepoint", "Safepoint " + reader_.strings()[safepoint_.operation] + " (unfinished)", kSafepointTrack,
-               safepoint_.ts, last_ns_, {{"safepoint_id", safepoint_.id}, {"unfinished", true}});
+  // The VM's last safepoint never ends: the VM thread exits inside it
+  // (JDK 17 names its operation "None", later ones "Halt"); a trace that
+  // ended with the JVM's exit says so rather than show "None".  Any other
+  // safepoint open at the end was cut by the recording's end.
+  if (safepoint_.open) {
+    const std::string op = reader_.strings()[safepoint_.operation];
+    out_.slice("safepoint", target_exited_ ? "Safepoint at VM exit" : "Safepoint " + op + " (unfinished)",
+               kSafepointTrack, safepoint_.ts, last_ns_,
+               {{"safepoint_id", safepoint_.id}, {"operation", op}, {"unfinished", true}, {"vm_exit", target_exited_}});
+  }
   if (heap_known_ && heap_pending_) heap_counter(last_ns_, heap_used_);
   if (rate_started_) rate_until(rate_bucket_ + interval_);  // the last, partial bucket
   out_.finish();

@@ -115,6 +115,7 @@ class PerfettoExport {
     bool open = false;
     uint64_t ts = 0, operation = 0, id = 0;
   } safepoint_;
+  bool target_exited_ = false;  // the trace's end record says the JVM exited
   // Heap used, reconstructed between pauses: the last pause's end plus
   // what was allocated since (report --check verifies the sum).
   bool heap_known_ = false;
