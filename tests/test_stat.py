@@ -143,8 +143,10 @@ def test_per_cpu_copies_are_summed(usdt_fixture):
     if len(cpus) < 2:
         pytest.skip("needs 2 CPUs: one fixture thread pinned to each, to see each CPU's copy (CI has 2)")
     threads, rounds = min(len(cpus), 8), 4000
+    # (--linger at its most, an hour: the fixture stays until the test kills
+    # it, whatever the reads of stat's maps below take)
     fx = subprocess.Popen([str(usdt_fixture), "--wait-for", "stdin", "--real-tid", "--pin", "--threads",
-                           str(threads), "--rounds", str(rounds), "--linger", "60000"],
+                           str(threads), "--rounds", str(rounds), "--linger", "3600000"],
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stat = None
     try:
@@ -159,7 +161,7 @@ def test_per_cpu_copies_are_summed(usdt_fixture):
         fx_out.wait_for(lambda l: l.startswith("fired"), 120, "the fixture to fire")
         ran_on = sorted(int(l.split()[-1]) for l in fx_err.drain() if l.startswith("thread "))
         assert ran_on == cpus[:threads], ran_on
-        # The fixture lingers: the maps hold their final figures.
+        # The fixture lingers (stat stays attached): the maps hold their final figures.
         maps = bpf_maps_of(stat.pid)
         counters = maps[(6, 8, 30)]     # BPF_MAP_TYPE_PERCPU_ARRAY, u64, JT_COUNTER_COUNT
         classes = maps[(5, 40, 16384)]  # BPF_MAP_TYPE_PERCPU_HASH, jt_class_val
