@@ -21,6 +21,8 @@ BUILD_DIR = Path(os.environ.get("JVMTRACE_BUILD_DIR", REPO / "build"))
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "no_root: needs neither root, eBPF nor a JVM (runs as any user)")
+    config.addinivalue_line("markers", "jdk_line(line): runs a JVM of that release line: not collected unless "
+                                       "JVMTRACE_JDKS names it")
 
 
 @pytest.fixture(autouse=True)
@@ -40,6 +42,42 @@ JDK_LINES = [j for j in os.environ.get("JVMTRACE_JDKS", "17,21,25").split(",") i
 # The lines whose fastdebug HotSpot the tests run (test_fastdebug.py and the
 # second pass of scripts/test.sh): all three by default (docs/decisions.md, 111).
 FASTDEBUG_LINES = [j for j in os.environ.get("JVMTRACE_FASTDEBUG_JDKS", "17,21,25").split(",") if j in JDK_LINES]
+
+
+# Debian 12's own JDK 17 (openjdk-17-jdk-headless, scripts/install-deps.sh):
+# the tests' javac and the JDK that prepares and checks the corpus's inputs,
+# tools rather than a JVM under test, so that a run of other lines
+# (JVMTRACE_JDKS=21,25) needs no JDK 17 of ours.
+DEBIAN_JDK17 = Path("/usr/lib/jvm/java-17-openjdk-amd64")
+
+
+def debian_jdk17():
+    if not (DEBIAN_JDK17 / "bin/javac").is_file():
+        pytest.fail(f"{DEBIAN_JDK17}/bin/javac is missing: scripts/install-deps.sh installs openjdk-17-jdk-headless")
+    return DEBIAN_JDK17
+
+
+def on_line(line, *values):
+    """A parametrize value (`line` itself unless values are given) of a test
+    that runs a JVM of that release line: not collected unless
+    JVMTRACE_JDKS names the line (pytest.mark.jdk_line)."""
+    return pytest.param(*(values or (line,)), marks=pytest.mark.jdk_line(line))
+
+
+def pytest_collection_modifyitems(config, items):
+    """JVMTRACE_JDKS decides every test of a release line: one that needs a
+    line it does not name (pytest.mark.jdk_line, or the jdks17 fixture) is
+    deselected, not collected to fail for want of that line's JDK or to be
+    skipped."""
+    keep, drop = [], []
+    for item in items:
+        needs = {m.args[0] for m in item.iter_markers("jdk_line")}
+        if "jdks17" in getattr(item, "fixturenames", ()):
+            needs.add("17")
+        (drop if needs - set(JDK_LINES) else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 def jdk_homes(line):
@@ -74,7 +112,9 @@ def jdks(request):
 def jdks17():
     """JDK 17 only: for tests of jvmtrace itself rather than of the probes
     (its security against hostile targets, the corpus's Debian 12 programs,
-    fastdebug), where running three lines would test the same code thrice."""
+    fastdebug), where running three lines would test the same code thrice.
+    A test that takes it is not collected unless JVMTRACE_JDKS names 17
+    (pytest_collection_modifyitems)."""
     return jdk_homes("17")
 
 
@@ -90,12 +130,12 @@ def stock_libjvm(jdks):
 
 
 @pytest.fixture(scope="session")
-def java_classes(tmp_path_factory, jdks17):
-    """tests/java/*.java compiled with the patched JDK 17's javac: class files
-    every line runs (17, 21, 25)."""
+def java_classes(tmp_path_factory):
+    """tests/java/*.java compiled with Debian's JDK 17 javac: class files
+    every line runs (17, 21, 25), whichever lines JVMTRACE_JDKS names."""
     out = tmp_path_factory.mktemp("classes")
     sources = sorted(str(p) for p in (REPO / "tests/java").glob("*.java"))
-    run_checked([str(Path(jdks17["patched"]) / "bin/javac"), "-d", str(out), *sources])
+    run_checked([str(debian_jdk17() / "bin/javac"), "-d", str(out), *sources])
     return out
 
 
@@ -129,15 +169,16 @@ def fastdebug(request):
 
 
 @pytest.fixture(scope="session")
-def corpus_inputs(tmp_path_factory, jdks17):
-    """program (tests/corpus.py) -> a directory holding its prepared inputs,
-    made once; a run hard-links them into its own directory."""
+def corpus_inputs(tmp_path_factory):
+    """program (tests/corpus.py) -> a directory holding its prepared inputs
+    (made with Debian's JDK 17, whichever line then runs the program), made
+    once; a run hard-links them into its own directory."""
     made = {}
 
     def get(program):
         if program.name not in made:
             d = tmp_path_factory.mktemp(f"input-{program.name}")
-            program.prepare(d, jdks17["patched"])
+            program.prepare(d, str(debian_jdk17()))
             made[program.name] = d
         return made[program.name]
     return get

@@ -195,10 +195,11 @@ def test_wrapper_on_an_unpatched_jvm_suggests_the_stock_tool(jdks, java_classes)
 # --- stock variants, on unpatched HotSpots -------------------------------------
 
 # Debian 12's JDK 17, a stock 21 (Debian 13's own runtime of the source we patch, run in
-# the Debian 13 root) and Temurin 25.
-STOCK_JDKS = {"jdk17-debian": "/usr/lib/jvm/java-17-openjdk-amd64",
-              **({"jdk21-stock": "21"} if "21" in JDK_LINES else {}),
-              "jdk25-temurin": "/usr/lib/jvm/temurin-25-jdk-amd64"}
+# the Debian 13 root) and Temurin 25: each of a line that JVMTRACE_JDKS names.
+STOCK_JDKS = {name: home for name, (line, home) in {
+    "jdk17-debian": ("17", "/usr/lib/jvm/java-17-openjdk-amd64"),
+    "jdk21-stock": ("21", "21"),
+    "jdk25-temurin": ("25", "/usr/lib/jvm/temurin-25-jdk-amd64")}.items() if line in JDK_LINES}
 
 
 @pytest.fixture(params=list(STOCK_JDKS))

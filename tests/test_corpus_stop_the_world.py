@@ -22,7 +22,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import BUILD_DIR, JDK_LINES, jdk_homes
+from conftest import BUILD_DIR, JDK_LINES, debian_jdk17, jdk_homes
 from corpus import PROGRAMS, record_held
 from test_record import dump_json
 from test_stop_the_world import COLLECTORS, check_against_log, check_report
@@ -52,7 +52,7 @@ def test_every_pause_and_safepoint_of_a_real_program_is_traced(program, line, gc
     rec_err = record_held(program, home, line, [f"-Xlog:gc*,safepoint:file={work}/gc.log", *COLLECTORS[gc],
                                                 *heap_flags(program)], work, JVMTRACE)
     assert "target exited" in rec_err, rec_err
-    program.check(work, jdk_homes("17")["patched"])
+    program.check(work, str(debian_jdk17()))
 
     trace = work / "trace.jvmtrace"
     r, recs = dump_json(trace)

@@ -261,7 +261,10 @@ def test_hardened_unit_still_attaches_ebpf_to_a_jvm_under_systemd(tools_deb, tmp
         assert booted.run(f"nsenter -t {pid} -m ls /dev").stdout.split() != \
             booted.run("ls /dev").stdout.split()
         # A JVM in the container, stat attached through the daemon: eBPF works under all of it.
-        booted.run(f"cd /root && nohup {JDK17}/bin/java -cp /root/classes AllocWorker 400000000 "
+        # It allocates until the test kills it ("forever"; with stdin at EOF it
+        # does not wait for "go"): a fixed amount of work (400M iterations) was
+        # done, and the JVM gone, before the record attach below came.
+        booted.run(f"cd /root && nohup {JDK17}/bin/java -cp /root/classes AllocWorker forever "
                    "</dev/null >/root/jvm.out 2>&1 & echo $! > /root/jvm.pid")
         jvm = booted.run("cat /root/jvm.pid").stdout.strip()
         booted.run(f"i=0; until jvmtrace daemon list | grep -q '^{jvm} '; do i=$((i+1)); [ $i -lt 100 ] || exit 1; "
@@ -279,6 +282,8 @@ def test_hardened_unit_still_attaches_ebpf_to_a_jvm_under_systemd(tools_deb, tmp
                 break
             time.sleep(0.5)
         assert m and int(m.group(1)) > 0, got[-2000:]
+        assert booted.run(f"kill -0 {jvm}", check=False).returncode == 0, \
+            "the JVM died: " + booted.run("tail -20 /root/jvm.out", check=False).stdout
         r = booted.run(f"jvmtrace daemon attach {jvm} --record --duration 1", check=False)
         assert r.returncode == 0, r.stdout + r.stderr
         # (the packaged config rotates into segments: NAME.000000.jvmtrace ...)

@@ -323,13 +323,16 @@ def test_disk_full_stops_cleanly_and_keeps_complete_blocks(usdt_fixture, tmp_pat
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], check=True)
     try:
         out = mnt / "full.jvmtrace"
+        # (lingering until killed, an hour at most: the recording must end by
+        # the full disk, never by the target's exit)
         fx = subprocess.Popen([str(usdt_fixture), "--wait-for", "any", "--real-tid", "--rounds", "200000",
-                               "--linger", "3000"], stdout=subprocess.PIPE, text=True)
-        LineReader(fx.stdout).wait_for(lambda l: l.startswith("ready"), 30, "fixture")
-        r = subprocess.run([str(JVMTRACE), "record", "-p", str(fx.pid), "-b", str(usdt_fixture), "-o", str(out),
-                            "-q", "--block-kb", "16"], capture_output=True, text=True, timeout=60)
-        fx.kill()
-        fx.wait()
+                               "--linger", "3600000"], stdout=subprocess.PIPE, text=True)
+        try:
+            LineReader(fx.stdout).wait_for(lambda l: l.startswith("ready"), 30, "fixture")
+            r = subprocess.run([str(JVMTRACE), "record", "-p", str(fx.pid), "-b", str(usdt_fixture), "-o", str(out),
+                                "-q", "--block-kb", "16"], capture_output=True, text=True, timeout=60)
+        finally:
+            reap(fx)
         assert r.returncode == 1, r.stderr
         assert "No space left on device" in r.stderr and "complete blocks" in r.stderr, r.stderr
         d, recs = dump_json(out)
@@ -458,8 +461,9 @@ def test_output_is_never_followed_or_written_through(usdt_fixture, tmp_path):
     # the rotation fails clearly, the target stays untouched, the finished
     # segment reads.
     (tmp_path / "seg.000003.jvmtrace").unlink()
+    # (lingering until killed, an hour at most: the rotation must come while it lives)
     fx = subprocess.Popen([str(usdt_fixture), "--wait-for", "stdin", "--real-tid", "--rounds", "1000",
-                           "--linger", "20000"],
+                           "--linger", "3600000"],
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         LineReader(fx.stdout).wait_for(lambda l: l.startswith("ready"), 30, "fixture")

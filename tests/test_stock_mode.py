@@ -20,9 +20,11 @@ from test_stat import stat_run
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
 # Debian's own runtime of each line's source we patch (21 and 25 in the
-# Debian 13 root), Debian 12's installed JDK 17 (an older update), and Temurin 25.
+# Debian 13 root), Debian 12's installed JDK 17 (an older update), and Temurin 25:
+# each of a line that JVMTRACE_JDKS names.
 STOCK = {**{f"stock-{line}": line for line in JDK_LINES},
-         "debian-17": "/usr/lib/jvm/java-17-openjdk-amd64", "temurin-25": "/usr/lib/jvm/temurin-25-jdk-amd64"}
+         **({"debian-17": "/usr/lib/jvm/java-17-openjdk-amd64"} if "17" in JDK_LINES else {}),
+         **({"temurin-25": "/usr/lib/jvm/temurin-25-jdk-amd64"} if "25" in JDK_LINES else {})}
 
 
 @pytest.fixture(params=list(STOCK))

@@ -258,8 +258,7 @@ def voluntary_switches(pid, comm):
     raise AssertionError(f"PID {pid} has no thread {comm!r}")
 
 
-@pytest.mark.skipif("25" not in JDK_LINES, reason="JDK 25 is not among JVMTRACE_JDKS: only 25's VM thread sleeps "
-                                                  "until an operation comes (17 and 21 wake every second upstream)")
+@pytest.mark.jdk_line("25")  # (only 25's VM thread sleeps until an operation comes: 17 and 21 wake every second)
 def test_a_detached_jdk25_vm_thread_sleeps_as_upstream(java_classes, tmp_path):
     """JDK 25's VM thread sleeps until an operation arrives (no periodic
     safepoint).  The patch once woke it every second, tracer or not.  Idle
