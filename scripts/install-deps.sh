@@ -5,8 +5,9 @@
 #   scripts/install-deps.sh            # build + run + test packages
 #   scripts/install-deps.sh --jdk-build  # also what building HotSpot needs
 #   scripts/install-deps.sh --bench      # also the benchmarks' programs (bench/)
-#   scripts/install-deps.sh --first      # only what trace-demo.sh's first look runs
-#                                        # (bpftrace tools on Debian's JDK: no build)
+#   scripts/install-deps.sh --first      # only what trace-demo.sh's first look needs:
+#                                        # building the jvmtrace program, bpftrace,
+#                                        # Debian's JDK 17 and Saxon-HE
 #   scripts/install-deps.sh --tools      # only what building and running jvmtrace needs
 set -euo pipefail
 
@@ -23,9 +24,10 @@ tools=(build-essential cmake pkg-config help2man dpkg-dev clang llvm libclang-rt
 tests=(python3-pytest chromium python3-pil protobuf-compiler python3-protobuf mmdebstrap systemd-container python3-llfuse
        prometheus golang-go)
 runtime=("${tools[@]}" "${tests[@]}")
-# trace-demo.sh's first look: bpftrace stock tools on a Debian program on
-# Debian's JDK, before anything is built.
-first=(bpftrace binutils openjdk-17-jdk-headless python3 libsaxonhe-java)
+# trace-demo.sh's first look: the jvmtrace program (jvmtrace-bt reads the
+# target's libjvm.so through `jvmtrace target`), then bpftrace stock tools on
+# a Debian program on Debian's JDK.
+first=("${tools[@]}" libsaxonhe-java)
 # Real Java programs the tests run (tests/corpus.py; test_corpus_programs.py
 # checks that this list is the corpus's).
 corpus=(libeclipse-jdt-core-java libh2-java liblucene8-java librhino-java libsaxonhe-java)
@@ -43,7 +45,7 @@ case "${1:-}" in
   --first) want=("${first[@]}") ;;
   --tools) want=("${tools[@]}") ;;
   "") ;;
-  -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "install-deps.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
 esac
 

@@ -5,13 +5,14 @@
 #   scripts/trace-demo.sh [--gc G1|Parallel] [--iterations N]
 #                         [--first-look-only | --no-first-look]
 #
-# 1. A first look, in about two minutes on a bare machine: Saxon-HE (an XSLT
-#    processor from Debian) transforms a 24 MB document on Debian's own JDK
-#    17, held at start-up, with two bpftrace stock tools attached (GC pauses,
-#    TLAB refills: uprobes on HotSpot's own functions, no patch, no build);
-#    then, once jvmtrace is built, `jvmtrace stat` in stock mode on the same
-#    program.  Meanwhile the patched JDK builds in the background
-#    (build/demo-setup.log).
+# 1. A first look, in under three minutes on a bare machine: the jvmtrace
+#    program is built first (the bpftrace tools read the JVM's libjvm.so
+#    through `jvmtrace target`); then Saxon-HE (an XSLT processor from
+#    Debian) transforms a 24 MB document on Debian's own JDK 17, held at
+#    start-up, with two bpftrace stock tools attached (GC pauses, TLAB
+#    refills: uprobes on HotSpot's own functions, no patch); then `jvmtrace
+#    stat` in stock mode on the same program.  Meanwhile the patched JDK
+#    builds in the background (build/demo-setup.log).
 # 2. Waits for the patched JDK (about 23 minutes cold on 2 cores; seconds
 #    when cached under /var/cache/jvmtrace).
 # 3. The whole picture on the patched JVM: AllocWorker with `jvmtrace stat`,
@@ -31,7 +32,7 @@ while [ $# -gt 0 ]; do
     --iterations) iterations=$2; shift 2 ;;
     --first-look-only) patched=0; shift ;;
     --no-first-look) first_look=0; shift ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "trace-demo: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -61,7 +62,6 @@ jvmtrace=$repo/build/userspace/jvmtrace
 
 # Everything else (build tools, the corpus, HotSpot's build dependencies),
 # then the patched JDK: in the background, niced, while the first look runs.
-# deps.done tells the first look it can build jvmtrace.
 setup_done=$tmp/setup.done
 # Its own process group (setsid), so that an exit stops all of it; the JDK's
 # home goes to a file of ours, not through the log.
@@ -69,7 +69,6 @@ start_setup() {
   setsid -w bash -c '
     set -e
     "$1/install-deps.sh" --tools
-    touch "$2/deps.done"
     "$1/install-deps.sh" --jdk-build
     [ "$3" = 1 ] || exit 0
     nice -n 10 "$1/build-patched-jdk.sh" --variant patched > "$2/homes"
@@ -77,15 +76,16 @@ start_setup() {
   setup_pid=$!
 }
 
+# build_jvmtrace [TARGET]: the whole build tree, or one target of it (the
+# first look needs only the jvmtrace program).  Quiet unless it fails.
 build_jvmtrace() {
-  cmake -S "$repo" -B "$repo/build" >/dev/null
-  cmake --build "$repo/build" -j "$(nproc)" >/dev/null
-}
-wait_for_deps() {
-  until [ -e "$tmp/deps.done" ]; do
-    kill -0 $setup_pid 2>/dev/null || { say "installing packages failed:"; tail -n 20 "$setup_log" >&2; exit 1; }
-    sleep 1
-  done
+  local log=$repo/build/demo-build.log
+  if ! { cmake -S "$repo" -B "$repo/build" && cmake --build "$repo/build" -j "$(nproc)" ${1:+--target "$1"}; } \
+      > "$log" 2>&1; then
+    say "building jvmtrace failed; the end of $log:"
+    tail -n 30 "$log" >&2
+    exit 1
+  fi
 }
 # The corpus's Saxon-HE run (tests/corpus.py prepares its input and checks
 # its output): saxon_cmd JAVA_HOME EXTRA_FLAGS... -> the command in ${saxon[@]}
@@ -104,8 +104,14 @@ saxon_prepare() { (cd "$repo/tests" && /usr/bin/python3 -c "import sys, corpus; 
 saxon_check() { (cd "$repo/tests" && /usr/bin/python3 -c "import sys, corpus; corpus.SAXON.check(sys.argv[1], sys.argv[2])" "$2" "$1"); }
 
 if [ $first_look = 1 ]; then
-  say "step 1 of 3: a first look, on Debian's own JDK 17 (stock mode: no patch, no build)"
-  "$here/install-deps.sh" --first   # what the first look runs on: bpftrace, Debian's JDK 17, Saxon-HE
+  say "step 1 of 3: a first look, on Debian's own JDK 17 (stock mode: no patch)"
+  # What the first look needs: the compilers and libraries the jvmtrace
+  # program builds with, bpftrace, Debian's JDK 17 and Saxon-HE.  Then the
+  # program itself (jvmtrace-bt reads the JVM's libjvm.so through `jvmtrace
+  # target`), before the background set-up takes the CPUs.
+  "$here/install-deps.sh" --first
+  say "building the jvmtrace program (build/demo-build.log)"
+  build_jvmtrace jvmtrace
   start_setup
   debian_home=/usr/lib/jvm/java-17-openjdk-amd64
   work=$tmp/first
@@ -143,9 +149,7 @@ if [ $first_look = 1 ]; then
   echo "    concurrent cycle, with its Remark and Cleanup pauses, as one long collection) ==="
   grep -E ' Pause |Concurrent Mark Cycle [0-9]' "$work/gc.log" || true
   saxon_check "$debian_home" "$work" && echo "(Saxon's output checked: the same sums as computed from its input)"
-  say "first result shown; now building jvmtrace (the packages it needs are installing in the background)"
-  wait_for_deps
-  build_jvmtrace
+  say "first result shown; now jvmtrace itself on the same program"
   work=$tmp/first-stat
   mkdir -p "$work"
   saxon_prepare "$debian_home" "$work"
@@ -244,9 +248,26 @@ saxon_check "$java_home" "$work" && echo "(Saxon's output checked: the same sums
 echo "=== jvmtrace report $strace: where Saxon allocates (the VM's own stacks, no JVM flag) ==="
 "$jvmtrace" report "$strace" | sed -n '/^Allocation sites/,/^$/p'
 echo "=== its heaviest stack, root first (_[0] interpreted, _[1] C1, _[j] C2, _[i] inlined into the frame above) ==="
-# (the collapsed line's byte count, after its last space, on a line of its own)
-"$jvmtrace" flame "$strace" -o - --collapsed | sort -k2 -n | tail -1 | sed -E 's/ ([0-9]+)$/;(\1 bytes)/' \
-  | tr ';' '\n' | sed 's/^/  /'
+# The collapsed line with the most bytes, a frame a line; its last element is
+# not a frame but the class allocated (async-profiler's convention: "_[i]" in
+# new TLABs, "_[k]" outside them), shown as such, by its Java name.
+"$jvmtrace" flame "$strace" -o - --collapsed | /usr/bin/python3 -c '
+import sys
+lines = [l.rstrip("\n").rsplit(" ", 1) for l in sys.stdin if l.strip()]
+stack, n = max(lines, key=lambda x: int(x[1]))
+*frames, leaf = stack.split(";")
+for f in frames:
+    print("  " + f)
+name, where = leaf[:-4], "outside TLABs" if leaf.endswith("_[k]") else "in new TLABs"
+dims = len(name) - len(name.lstrip("["))
+base = name[dims:]
+prim = {"B": "byte", "C": "char", "D": "double", "F": "float", "I": "int", "J": "long", "S": "short", "Z": "boolean"}
+if dims:
+    # (an object array is "[Lpkg/Name;": the flame graph writes its ";" as ":")
+    base = prim.get(base) or (base[1:-1] if base[:1] == "L" and base[-1:] in ":;" else base)
+java = base.replace("/", ".") + "[]" * dims
+print(f"  => allocates {java} {where}: {n} bytes")
+'
 echo "=== the same as a flame graph and a pprof profile ==="
 "$jvmtrace" flame "$strace" -o "$repo/build/saxon-alloc.svg"
 "$jvmtrace" export --pprof "$strace" -o "$repo/build/saxon-alloc.pb.gz"
