@@ -11,15 +11,16 @@ start-up while `record --stacks` attaches and JFR records from its start:
 - the allocating methods' shares of the bytes (the leaf-most Java frame,
   weighted by bytes) agree with JFR's at 0.90 or better (the sum over
   methods of the smaller of the two shares), and at least 9 of JFR's 10
-  heaviest methods are among jvmtrace's 10.  JFR's reference is its event
-  for every slow path (jdk.ObjectAllocationInNewTLAB and
-  jdk.ObjectAllocationOutsideTLAB: each new TLAB's size and each object
-  outside TLABs, by the stack the VM walked): the very bytes jvmtrace
-  samples, all of them.  JFR's own samples (jdk.ObjectAllocationSample) are
-  an estimate of those with its own error -- on Lucene they agree with
-  JFR's every-slow-path events at only 0.88 -- so against them jvmtrace
-  must merely do as well as JFR's own events do, less 0.05
-  (docs/decisions.md);
+  heaviest methods are among jvmtrace's 10, a method within jvmtrace's
+  own sampling error of its 10th counting as among them (decision 125).
+  JFR's reference is its event for every slow path
+  (jdk.ObjectAllocationInNewTLAB and jdk.ObjectAllocationOutsideTLAB: each
+  new TLAB's size and each object outside TLABs, by the stack the VM
+  walked): the very bytes jvmtrace samples, all of them, so the only error
+  allowed is jvmtrace's own sampling.  JFR's own samples
+  (jdk.ObjectAllocationSample) are an estimate of those with its own error
+  (on Lucene they agree with JFR's every-slow-path events at only 0.88):
+  the agreement with them is printed, not asserted (decision 125);
 - 99% of the bytes the samples stand for are under a named Java leaf frame;
 - `jvmtrace export --pprof` reads in `go tool pprof`, whose alloc_space total
   is the trace's allocated bytes and whose heaviest functions are report's.
@@ -39,7 +40,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUILD_DIR, JDK_LINES, jdk_homes
+from conftest import BUILD_DIR, JDK_LINES, debian_jdk17, jdk_homes
 from corpus import PROGRAMS, record_held
 from helpers import LineReader, reap, start_held_and_attach, wait_until
 
@@ -96,17 +97,39 @@ def top(share, n=10):
     return [k for k, _ in sorted(share.items(), key=lambda kv: (-kv[1], kv[0]))[:n]]
 
 
-TIE_POINTS = 0.001  # shares this close to jvmtrace's 10th are tied with it (decision 117)
+# How many standard errors of jvmtrace's sampling a method may lie below
+# jvmtrace's 10th and still count as among its top 10 (decision 125): at 3,
+# a method truly level with the 10th is left out by chance about once in
+# 800 comparisons; one truly a third below it is caught.
+TIE_SIGMAS = 3.0
 
 
-def top_overlap(a, b, n=10):
+def top_overlap(a, b, b_var=None, n=10):
     """JFR's (a) top n methods that are in jvmtrace's (b) top n, a method
-    whose share in b lies within TIE_POINTS of b's n-th counting as in it:
-    near the boundary the ranks of methods that tie decide nothing (ecj on
-    25: JFR's 9th to 12th within 0.03 points of each other)."""
+    whose share in b lies within TIE_SIGMAS standard errors of b's n-th
+    counting as in it: near the boundary the ranks of methods that tie
+    decide nothing (Saxon on 21: JFR's 7th to 15th within about 1 point of
+    each other; ecj on 25: its 9th to 12th within 0.03 points).  b_var:
+    each method's variance of its share in b, from jvmtrace's own samples
+    (sampling_variance); the difference of two independent shares has the
+    sum of their variances."""
     tb = top(b, n)
-    cut = b[tb[-1]] - TIE_POINTS if tb else 0.0
-    return {k for k in top(a, n) if k in tb or b.get(k, 0.0) >= cut}
+    if not tb:
+        return set()
+    tenth = b[tb[-1]]
+    var = b_var or {}
+    def tied(k):
+        return b.get(k, 0.0) >= tenth - TIE_SIGMAS * (var.get(k, 0.0) + var.get(tb[-1], 0.0)) ** 0.5
+    return {k for k in top(a, n) if k in tb or tied(k)}
+
+
+def sampling_variance(weights, squares):
+    """Each method's variance of its estimated share, from its samples: a
+    Horvitz-Thompson total sum(w) has variance about sum(w^2) (Poisson
+    sampling, the VM's byte countdown), and the share divides it by the
+    total squared (the total's own error is far smaller)."""
+    total = sum(weights.values())
+    return {k: squares.get(k, 0.0) / total ** 2 for k in weights} if total else {}
 
 
 def wall_ns(stamp):
@@ -149,7 +172,7 @@ def jvmtrace_sites(trace, span=None):
                                     capture_output=True, text=True, timeout=300, check=True).stdout)
     r = subprocess.run([str(JVMTRACE), "dump", "--json", str(trace)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
-    by_method, offset = Counter(), None
+    by_method, squares, offset = Counter(), Counter(), None
     for line in r.stdout.splitlines():
         x = json.loads(line)
         if x["type"] == "meta":
@@ -162,7 +185,8 @@ def jvmtrace_sites(trace, span=None):
         if java and java[0]["method"] != "[unknown method]":
             name, _, method = java[0]["method"].rpartition(".")
             by_method[class_of(name) + "." + method] += x["args"]["weight_bytes"]
-    return by_method, rep
+            squares[class_of(name) + "." + method] += x["args"]["weight_bytes"] ** 2
+    return by_method, squares, rep
 
 
 def run_with_jfr(program, home, line, gc, work):
@@ -188,25 +212,27 @@ def sites_run(request, corpus_inputs, tmp_path_factory):
 
 def test_allocation_sites_agree_with_jfr(sites_run):
     r = sites_run
-    r["program"].check(r["work"], jdk_homes("17")["patched"])
+    r["program"].check(r["work"], str(debian_jdk17()))
     assert "allocation samples with the VM's own stacks" in r["rec_err"], r["rec_err"]
     every, sampled, counts, span = jfr_sites(r["home"], r["work"] / "rec.jfr")
-    ours, rep = jvmtrace_sites(r["trace"], span)
+    ours, squares, rep = jvmtrace_sites(r["trace"], span)
     a, b, j = shares(every), shares(ours), shares(sampled)
+    b_var = sampling_variance(ours, squares)
     agree = agreement(a, b)
-    overlap = top_overlap(a, b)
-    # JFR's samples against its every-slow-path events, and jvmtrace's
-    # against JFR's samples.
+    overlap = top_overlap(a, b, b_var)
+    # For the record, not asserted (decision 125): JFR's samples against its
+    # every-slow-path events, and jvmtrace's against JFR's samples.
     jfr_self, ours_jfr = agreement(a, j), agreement(b, j)
-    table = "\n".join(f"  JFR {a[k] * 100:6.2f}%  jvmtrace {b.get(k, 0) * 100:6.2f}%  JFR samples "
-                      f"{j.get(k, 0) * 100:6.2f}%  {k}" for k in top(a, 15))
+    table = "\n".join(f"  JFR {a[k] * 100:6.2f}%  jvmtrace {b.get(k, 0) * 100:6.2f}% "
+                      f"(+-{b_var.get(k, 0) ** 0.5 * 100:4.2f})  JFR samples {j.get(k, 0) * 100:6.2f}%  {k}"
+                      for k in top(a, 15))
+    tb = top(b)
     info = (f"{r['program'].name} JDK {r['line']} {r['gc']}: agreement {agree:.3f}, {len(overlap)} of JFR's top 10 "
-            f"in jvmtrace's; against JFR's samples {ours_jfr:.3f} (JFR's own events {jfr_self:.3f}); "
-            f"JFR {dict(counts)}, jvmtrace {rep['allocation_samples']}\n{table}")
+            f"in jvmtrace's (its 10th {b[tb[-1]] * 100 if tb else 0:.2f}%); against JFR's samples {ours_jfr:.3f} "
+            f"(JFR's own events {jfr_self:.3f}); JFR {dict(counts)}, jvmtrace {rep['allocation_samples']}\n{table}")
     print("\n" + info)
     assert sum(counts.values()) > 200 and rep["allocation_samples"]["samples"] > 200, info
     assert agree >= MIN_AGREEMENT and len(overlap) >= 9, info
-    assert ours_jfr >= jfr_self - 0.05, info
 
 
 def test_bytes_are_under_named_java_frames(sites_run):
@@ -287,7 +313,7 @@ def test_method_names_stay_right(jdks, java_classes, tmp_path, delay_ms):
     must be refused (the metadata epoch moved), not trusted."""
     agent = tmp_path / "redefine.jar"
     (tmp_path / "manifest.txt").write_text("Premain-Class: RedefineAgent\nCan-Redefine-Classes: true\n")
-    subprocess.run([str(Path(jdk_homes("17")["patched"]) / "bin/jar"), "cfm", str(agent), str(tmp_path / "manifest.txt"),
+    subprocess.run([str(debian_jdk17() / "bin/jar"), "cfm", str(agent), str(tmp_path / "manifest.txt"),
                     "-C", str(java_classes), "RedefineAgent.class"], check=True, capture_output=True)
     trace = tmp_path / "churn.jvmtrace"
     java = Path(jdks["patched"]) / "bin/java"
@@ -347,7 +373,8 @@ def test_method_names_stay_right(jdks, java_classes, tmp_path, delay_ms):
 # the band's top lands on the target, over windows of this many samples.
 TARGET, TOP, WINDOW = 250, 1000, 500
 CONTROLLER = f"band@{TARGET}:{TOP}:{WINDOW}"  # bench/replay_sampler.py's name for it
-RATE_ITERATIONS = 300_000_000  # AllocWorker: about 30 GB, 4-8 s
+RATE_SECONDS = 6  # record -d: AllocWorker runs until the test stops it (issue 38: a fixed amount of work
+                  # took 4-8 s on 17 and 1.9 s on 21, too short to measure a rate)
 
 
 def test_sample_rate_is_held_from_the_start(jdks, java_classes, tmp_path):
@@ -386,13 +413,15 @@ def test_sample_rate_is_held_from_the_start(jdks, java_classes, tmp_path):
     trace = tmp_path / "rate.jvmtrace"
     java = Path(jdks["patched"]) / "bin/java"
     cmd = [str(java), "-XX:+UnlockDiagnosticVMOptions", "-XX:+PauseAtStartup", "-XX:+UseG1GC", "-Xmx256m",
-           "-cp", str(java_classes), "AllocWorker", str(RATE_ITERATIONS)]
+           "-cp", str(java_classes), "AllocWorker", "forever"]
     jvm, rec, err = start_held_and_attach(
-        cmd, tmp_path, lambda pid: [str(JVMTRACE), "record", "--stacks", "-p", str(pid), "-o", str(trace)])
+        cmd, tmp_path, lambda pid: [str(JVMTRACE), "record", "--stacks", "-p", str(pid), "-d", str(RATE_SECONDS),
+                                    "-o", str(trace)])
     try:
-        out, jerr = jvm.communicate("go\n", timeout=600)
-        assert jvm.returncode == 0 and "checksum" in out, jerr[-2000:]
+        jvm.stdin.write("go\n")
+        jvm.stdin.flush()
         assert rec.wait(120) == 0, "\n".join(err.drain())
+        assert jvm.poll() is None, f"AllocWorker forever exited ({jvm.returncode}): {jvm.stderr.read()[-2000:]}"
     finally:
         reap(jvm, rec)
     r = subprocess.run([str(JVMTRACE), "dump", "--json", str(trace)], capture_output=True, text=True, timeout=300)
