@@ -5,6 +5,7 @@
 
 #include "analysis/java_frames.h"
 #include "base/json.h"
+#include "base/strings.h"
 #include "jvmtrace_events.h"
 
 namespace jvmtrace::analysis {
@@ -26,6 +27,69 @@ constexpr uint64_t kHeapCounterStepNs = 1000000;
 bool is_address_key(const std::string& key) {
   return key == "address" || key == "tlab_start" || key == "plab_start";
 }
+
+bool is_lines_key(const std::string& key) { return key == "stack"; }
+
+namespace {
+
+class PrintableSink final : public TimelineSink {
+ public:
+  explicit PrintableSink(TimelineSink& to) : to_(to) {}
+
+  void process(uint32_t pid, const std::string& name, const std::string& labels) override {
+    to_.process(pid, printable(name), printable(labels));
+  }
+  void thread(uint32_t pid, uint32_t tid, const std::string& name, int sort_index) override {
+    to_.thread(pid, tid, printable(name), sort_index);
+  }
+  void slice(const char* cat, const std::string& name, uint32_t tid, uint64_t from_ns, uint64_t to_ns,
+             const Json& args) override {
+    to_.slice(cat, printable(name), tid, from_ns, to_ns, printable_args(args));
+  }
+  void instant(const char* cat, const std::string& name, uint32_t tid, uint64_t ns, const Json& args) override {
+    to_.instant(cat, printable(name), tid, ns, printable_args(args));
+  }
+  void process_instant(const std::string& name, uint64_t ns, const Json& args) override {
+    to_.process_instant(printable(name), ns, printable_args(args));
+  }
+  // (a counter's name and series are the export's own words)
+  void counter(const char* name, const char* series, uint64_t ns, const Json& value) override {
+    to_.counter(name, series, ns, value);
+  }
+  void finish() override { to_.finish(); }
+
+ private:
+  // args is an object of numbers and strings (the keys are the export's).
+  static Json printable_args(const Json& args) {
+    Json out = Json::object();
+    for (const auto& [key, v] : args.items()) {
+      if (!v.is_string()) {
+        out[key] = v;
+        continue;
+      }
+      const std::string& s = v.get_ref<const std::string&>();
+      if (!is_lines_key(key)) {
+        out[key] = printable(s);
+        continue;
+      }
+      std::string lines;
+      for (size_t at = 0; at <= s.size();) {
+        size_t nl = s.find('\n', at);
+        if (nl == std::string::npos) nl = s.size();
+        lines += (at ? "\n" : "") + printable(s.substr(at, nl - at));
+        at = nl + 1;
+      }
+      out[key] = lines;
+    }
+    return out;
+  }
+
+  TimelineSink& to_;
+};
+
+}  // namespace
+
+std::unique_ptr<TimelineSink> printable_sink(TimelineSink& sink) { return std::make_unique<PrintableSink>(sink); }
 
 namespace {
 
@@ -98,7 +162,7 @@ std::unique_ptr<TimelineSink> trace_event_json_sink(uint64_t origin_ns, std::fun
 
 PerfettoExport::PerfettoExport(const trace::TraceReader& reader, uint64_t origin_ns, TimelineSink& sink,
                                uint64_t rate_interval_ns)
-    : reader_(reader), origin_(origin_ns), out_(sink), interval_(rate_interval_ns ? rate_interval_ns : 10000000) {}
+    : reader_(reader), origin_(origin_ns), printable_(printable_sink(sink)), out_(*printable_), interval_(rate_interval_ns ? rate_interval_ns : 10000000) {}
 
 void PerfettoExport::name_thread(uint32_t tid, const std::string& name, int sort_index) {
   out_.thread(pid_, tid, name, sort_index);
@@ -251,7 +315,7 @@ void PerfettoExport::add(const trace::Record& r) {
       std::string stack;
       if (a[4])
         for (const trace::Frame& f : reader_.java_stacks()[a[4] - 1])
-          stack += (stack.empty() ? "" : "\n") + frame_site(reader_, f) + trace::frame_kind_suffix(f.kind);
+          stack += (stack.empty() ? "" : "\n") + printable(frame_site(reader_, f)) + trace::frame_kind_suffix(f.kind);
       out_.instant("alloc", "allocation sample: " + (site ? frame_site(reader_, *site) : std::string("[no Java frame]")),
                    here, e.ts_ns,
                    {{"weight_bytes", a[0]}, {"class", reader_.classes()[a[1]]}, {"alloc_bytes", a[2]},

@@ -58,6 +58,15 @@ class TimelineSink {
 
 // The args keys whose "0x..." values are addresses.
 bool is_address_key(const std::string& key);
+// The args keys whose values are lines (a stack's frames, leaf first).
+bool is_lines_key(const std::string& key);
+
+// sink, given only printable text (base/strings.h) in names and string
+// arguments: the target's text (thread, class, method and GC names, its
+// command line) reaches no viewer with a control character or bytes that
+// are not UTF-8, and both forms of the timeline carry the same names.  A
+// lines value (is_lines_key) is made printable line by line.
+std::unique_ptr<TimelineSink> printable_sink(TimelineSink& sink);
 
 // Chrome's Trace Event Format: one JSON document, an event per line.
 // out receives the text in pieces; origin_ns is time zero.
@@ -99,6 +108,9 @@ class PerfettoExport {
 
   const trace::TraceReader& reader_;
   uint64_t origin_;
+  // The sink the export writes to: the given one behind printable_sink(),
+  // so every name and string argument reaches it printable().
+  std::unique_ptr<TimelineSink> printable_;
   TimelineSink& out_;
   uint64_t interval_;
   uint32_t pid_ = 0;

@@ -7,6 +7,7 @@
 
 #include "analysis/java_frames.h"
 #include "analysis/protobuf_writer.h"
+#include "base/strings.h"
 
 namespace jvmtrace::analysis {
 
@@ -31,7 +32,11 @@ class Builder {
  public:
   explicit Builder(const trace::TraceReader& reader) : reader_(reader) { str(""); }
 
-  int64_t str(const std::string& s) {
+  // Every string of the profile goes through here, printable(): function
+  // and file names are the target's text, and pprof prints them as they are
+  // (go tool pprof -top on a terminal).
+  int64_t str(const std::string& raw) {
+    const std::string s = printable(raw);
     auto it = strings_.find(s);
     if (it != strings_.end()) return it->second;
     table_.push_back(s);

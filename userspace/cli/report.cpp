@@ -220,7 +220,7 @@ void print_report(analysis::TraceSummary& sum, bool json, double interval, int t
   if (!sum.reader.meta_value("stock_coverage").empty())
     std::printf("  stock mode records: %s\n", sum.reader.meta_value("stock_coverage").c_str());
   std::printf("  %" PRIu64 " events over %.3f s, %" PRIu64 " lost; trace %s%s%s\n", sum.events, span_s, sum.lost,
-              st.describe().c_str(), sum.end_text.empty() ? "" : "; ended: ", sum.end_text.c_str());
+              st.describe().c_str(), sum.end_text.empty() ? "" : "; ended: ", printable(sum.end_text).c_str());
   std::printf("  lost by cause:");
   for (int k = 0; k < 16; k++)
     if (trace::lost_kind_always_shown(static_cast<uint8_t>(k)) || sum.lost_by_kind[k])

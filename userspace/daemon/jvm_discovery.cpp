@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "daemon/identity.h"
 #include "process/target.h"
 #include "process/target_file.h"
 
@@ -63,57 +64,6 @@ std::string cut(const std::string& s, size_t n) {
 }
 
 }  // namespace
-
-std::string application_of(const std::vector<std::string>& argv, bool* set) {
-  if (set) *set = false;
-  // The launcher's options that take the next argument as their value.
-  static const std::set<std::string> kWithValue = {
-      "-cp", "-classpath", "--class-path", "-p", "--module-path", "--upgrade-module-path", "--add-modules",
-      "--add-reads", "--add-exports", "--add-opens", "--limit-modules", "--patch-module", "--source",
-      "--enable-native-access", "-splash"};
-  static const std::string kProp = "-Djvmtrace.app=";
-  std::string main;
-  for (size_t i = 1; i < argv.size(); i++) {
-    const std::string& a = argv[i];
-    if (a.compare(0, kProp.size(), kProp) == 0) {
-      if (set) *set = true;
-      return a.substr(kProp.size());
-    }
-    if (!main.empty()) continue;
-    if (a == "-jar" || a == "-m" || a == "--module") {
-      if (i + 1 >= argv.size()) break;
-      std::string v = argv[i + 1];
-      if (a == "-jar") {
-        v = v.substr(v.rfind('/') == std::string::npos ? 0 : v.rfind('/') + 1);
-        if (v.size() > 4 && v.compare(v.size() - 4, 4, ".jar") == 0) v.resize(v.size() - 4);
-      } else if (v.find('/') != std::string::npos) {
-        v = v.substr(v.find('/') + 1);
-      }
-      main = v;
-      break;  // what follows is the program's
-    }
-    if (kWithValue.count(a)) {
-      i++;
-      continue;
-    }
-    if (a.empty() || a[0] == '-' || a[0] == '@') continue;
-    main = a;
-    break;  // the main class: what follows is the program's
-  }
-  return main;
-}
-
-std::string container_of(const std::string& cgroup_text) {
-  auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
-  for (size_t i = 0; i < cgroup_text.size(); i++) {
-    if (!hex(cgroup_text[i]) || (i > 0 && hex(cgroup_text[i - 1]))) continue;
-    size_t n = 0;
-    while (i + n < cgroup_text.size() && hex(cgroup_text[i + n])) n++;
-    if (n == 64) return cgroup_text.substr(i, 12);
-    i += n;
-  }
-  return "";
-}
 
 void JvmDiscovery::scan(std::vector<JvmProcess>* appeared, std::vector<JvmProcess>* exited) {
   std::set<pid_t> alive;

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/identity.h"
+
 namespace jvmtrace {
 
 struct JvmProcess {
@@ -26,21 +28,10 @@ struct JvmProcess {
   // printable() and cut to kMaxIdentity bytes by the scanner.
   std::string application;  // -Djvmtrace.app=NAME, else the main class or the -jar file's name; "" if none
   bool application_set = false;  // application came from -Djvmtrace.app=NAME
-  std::string container;    // a container id (12 hex digits) named in its cgroup path; "" if none
+  std::string container;    // container_of() its /proc/PID/cgroup: a runtime's, 12 hex digits; "" if none
 };
 
 constexpr size_t kMaxIdentity = 128;
-
-// The application a java command line runs: the value of -Djvmtrace.app=
-// among the JVM's options, else the main class (-m: the module's class, or
-// the module), else the -jar file's name without directories or ".jar";
-// "" when none is there (a JVM embedded in another program).
-// *set: it was -Djvmtrace.app's.
-std::string application_of(const std::vector<std::string>& argv, bool* set = nullptr);
-// The container a process runs in, from /proc/PID/cgroup's text: the first
-// 64-hex-digit id in a path (docker, containerd, CRI-O and podman name their
-// cgroups after it), as its first 12 digits; "" if there is none.
-std::string container_of(const std::string& cgroup_text);
 
 class JvmDiscovery {
  public:
