@@ -1,6 +1,5 @@
 #include "hotspot/elf_symbols.h"
 
-#include <cxxabi.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -15,16 +14,9 @@
 #include <mutex>
 #include <tuple>
 
-namespace jvmtrace {
+#include "hotspot/demangle.h"
 
-std::string demangle(const std::string& mangled) {
-  int status = 0;
-  char* d = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
-  if (status != 0 || !d) return mangled;
-  std::string s(d);
-  std::free(d);
-  return s;
-}
+namespace jvmtrace {
 
 namespace {
 int open_elf(const std::string& file, const std::string& path, std::string* error) {
@@ -134,23 +126,11 @@ bool ElfSymbols::load_fd(int fd, const std::string& path, std::string* error, bo
 }
 
 std::string ElfSymbols::function(const std::string& qualified, std::string* error) const {
-  // Demangle only names holding every part of the qualified name.
-  std::vector<std::string> parts;
-  for (size_t pos = 0; pos <= qualified.size();) {
-    size_t next = qualified.find("::", pos);
-    if (next == std::string::npos) next = qualified.size();
-    parts.push_back(qualified.substr(pos, next - pos));
-    pos = next + 2;
-  }
+  // By the mangled form: the name is the target's text, and demangling it
+  // has no bound (hotspot/demangle.h).
   std::vector<std::string> found;
   for (const Sym& f : functions_) {
-    if (f.name.find('.') != std::string::npos) continue;  // clones: .part.N, .cold, .isra
-    bool all = true;
-    for (const std::string& p : parts) all = all && f.name.find(p) != std::string::npos;
-    if (!all) continue;
-    const std::string d = demangle(f.name);
-    if (d.compare(0, qualified.size() + 1, qualified + "(") == 0 &&
-        std::find(found.begin(), found.end(), f.name) == found.end())
+    if (mangled_function_is(f.name, qualified) && std::find(found.begin(), found.end(), f.name) == found.end())
       found.push_back(f.name);
   }
   if (found.size() == 1) return found[0];
@@ -161,13 +141,10 @@ std::string ElfSymbols::function(const std::string& qualified, std::string* erro
 
 std::vector<std::pair<std::string, uint64_t>> ElfSymbols::vtables(const std::string& suffix) const {
   std::vector<std::pair<std::string, uint64_t>> out;
-  static const std::string kVtable = "vtable for ";
   for (const Sym& o : objects_) {
-    const std::string d = demangle(o.name);
-    if (d.compare(0, kVtable.size(), kVtable) != 0 || d.size() < kVtable.size() + suffix.size() ||
-        d.compare(d.size() - suffix.size(), suffix.size(), suffix) != 0)
-      continue;
-    out.emplace_back(d.substr(kVtable.size()), o.value);
+    const std::string c = vtable_class(o.name);  // (plain classes only, not demangled)
+    if (c.size() >= suffix.size() && c.compare(c.size() - suffix.size(), suffix.size(), suffix) == 0)
+      out.emplace_back(c, o.value);
   }
   return out;
 }
@@ -183,16 +160,7 @@ std::string ElfSymbols::function_at(uint64_t vaddr) const {
   if (it == functions_.begin()) return {};
   --it;
   if (vaddr >= it->value + std::max<uint64_t>(it->size, 1)) return {};
-  std::string name = demangle(it->name);
-  // "A::f(int) const" -> "A::f": the parameter list starts at the first '('
-  // outside template brackets.
-  int depth = 0;
-  for (size_t i = 0; i < name.size(); i++) {
-    if (name[i] == '<') depth++;
-    else if (name[i] == '>') depth--;
-    else if (name[i] == '(' && depth == 0 && i > 0) return name.substr(0, i);
-  }
-  return name;
+  return shown_name(it->name);  // (without its parameters; bounded)
 }
 
 std::string ElfSymbols::object_at(uint64_t vaddr, uint64_t* offset) const {
@@ -202,7 +170,7 @@ std::string ElfSymbols::object_at(uint64_t vaddr, uint64_t* offset) const {
   --it;
   if (vaddr >= it->value + std::max<uint64_t>(it->size, 1)) return {};
   *offset = vaddr - it->value;
-  return demangle(it->name);
+  return shown_name(it->name);
 }
 
 }  // namespace jvmtrace
