@@ -777,3 +777,106 @@ def test_the_bounded_demangler_names_hotspots_symbols_as_libstdcxx_does(libjvm):
                        capture_output=True, text=True, timeout=300)
     print(r.stdout)
     assert r.returncode == 0 and r.stdout.rstrip().endswith("ok"), r.stdout + r.stderr
+
+
+# --- Issue 33, item 7: what one ELF file may cost the scanner and a worker ---
+
+# One USDT note, as sys/sdt.h would emit it: provider "other", probe "site".
+STAPSDT_NOTE = r"""
+__asm__(".pushsection .note.stapsdt,\"\",@note\n.balign 4\n.4byte 8, 36, 3\n.asciz \"stapsdt\"\n"
+        ".balign 4\n.8byte 0, 0, 0\n.asciz \"other\"\n.asciz \"site\"\n.asciz \"\"\n.balign 4\n.popsection\n");
+"""
+
+
+def giant_sections(lib, size):
+    """lib grown (sparse) to `size` bytes, its .symtab and .note.stapsdt
+    section headers stretched to the end of the file: libelf reads a section
+    it is asked for whole, so a reader that takes such a file pays for its
+    size."""
+    import struct
+    data = bytearray(lib.read_bytes())
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    names_off, = struct.unpack_from("<Q", data, shoff + shstrndx * shentsize + 0x18)
+    stretched = []
+    for i in range(shnum):
+        h = shoff + i * shentsize
+        name, = struct.unpack_from("<I", data, h)
+        sname = bytes(data[names_off + name:data.index(b"\0", names_off + name)]).decode()
+        if sname in (".symtab", ".note.stapsdt"):
+            off, = struct.unpack_from("<Q", data, h + 0x18)
+            struct.pack_into("<Q", data, h + 0x20, (size - off) // 24 * 24)
+            stretched.append(sname)
+    assert sorted(stretched) == [".note.stapsdt", ".symtab"], stretched
+    lib.write_bytes(data)
+    os.truncate(lib, size)
+
+
+def descendants(pid):
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    return [int(c) for c in children] + [d for c in children for d in descendants(int(c))]
+
+
+def vm_hwm_kib(pid):
+    try:
+        return int(re.search(r"^VmHWM:\s+(\d+)", Path(f"/proc/{pid}/status").read_text(), re.M).group(1))
+    except (OSError, AttributeError):
+        return 0
+
+
+def test_an_elf_file_with_giant_sections_costs_root_little(tmp_path, nobody):
+    """A process of nobody maps a libjvm.so of 900 MiB (sparse) whose symbol
+    table and USDT notes claim all of it.  `jvmtrace target PID --function`
+    refuses it with the reason, and the daemon's discovery looks at it, each
+    peaking under 256 MiB: files over 256 MiB are not read (a libjvm.so is
+    24-30 MB).  Before, both read up to 1 GiB a file through libelf."""
+    import tempfile
+    import test_daemon
+    from test_hostile_input import mapper
+    directory = Path(tempfile.mkdtemp(prefix="jvmtrace-giant-"))
+    try:
+        src = directory / "giant.c"
+        src.write_text(STAPSDT_NOTE +
+                       FAKE_LIBJVM_C.replace("@FUNCTION@", "_ZN11AllocTracer27send_allocation_in_new_tlabEv")
+                       .replace("@VTABLE@", "_ZTV11G1NewTracer"))
+        lib = directory / "lib/server/libjvm.so"
+        lib.parent.mkdir(parents=True)
+        subprocess.run(["cc", "-shared", "-fPIC", "-O0", "-o", str(lib), str(src)], check=True)
+        giant_sections(lib, 900 << 20)
+        for p in (directory, directory / "lib", lib.parent, lib):
+            p.chmod(0o755)
+        target = mapper(lib, before=f"os.setgid({nobody.pw_gid}); os.setuid({nobody.pw_uid})")
+        try:
+            r, seconds, peak = run_bounded(tmp_path, [JVMTRACE, "target", target.pid, "--function",
+                                                      "AllocTracer::send_allocation_in_new_tlab"])
+            assert peak < BOMB_MAX_RSS_MIB, f"jvmtrace target peaked at {peak:.0f} MiB: {r.stderr}"
+            assert r.returncode == 1 and "larger than" in r.stderr, r.stdout + r.stderr
+            argv, rss = measured(tmp_path, [test_daemon.JVMTRACED])
+            wrapper = tmp_path / "jvmtraced"
+            wrapper.write_text("#!/bin/sh\nexec " + " ".join(f"'{a}'" for a in argv) + ' "$@"\n')
+            wrapper.chmod(0o755)
+            saved, test_daemon.JVMTRACED = test_daemon.JVMTRACED, wrapper
+            daemon = None
+            try:
+                daemon = test_daemon.Daemon(tmp_path)
+                # Discovery looks at every process as it starts, in a child
+                # the daemon may kill unwaited: its high-water mark is read
+                # while it lives too.
+                hwm = 0
+                for _ in range(30):
+                    hwm = max([hwm] + [vm_hwm_kib(p) for p in descendants(daemon.proc.pid)])
+                    time.sleep(0.1)
+            finally:
+                test_daemon.JVMTRACED = saved
+                log = daemon.stop() if daemon else ""
+            peak = max(int(rss.read_text()), hwm) / 1024
+            print(f"the daemon, its discovery having met the giant library: peak RSS {peak:.0f} MiB")
+            assert peak < BOMB_MAX_RSS_MIB, f"the daemon or its scanner peaked at {peak:.0f} MiB:\n{log[-3000:]}"
+        finally:
+            target.kill()
+            target.wait()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
