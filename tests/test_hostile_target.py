@@ -536,3 +536,347 @@ def test_a_fifo_at_the_perf_map_name_neither_is_opened_nor_stalls_the_jvm(jdks17
     assert jvm.returncode == 0 and "checksum " in rest, err[-2000:]
     assert rec.returncode == 0, rec_err
     assert "not a regular file" in rec_err, rec_err
+
+
+# --- Issue 33, item 1: a symbol name that makes the demangler blow up ---
+#
+# A fake libjvm.so, compiled here, with what stock mode looks for (a small
+# gHotSpotVMStructs table, the four functions it traces) whose traced
+# function's mangled name back-references templates so that its demangled
+# text doubles with each repetition: libstdc++'s __cxa_demangle took 3.7-7 s
+# and 1.1 GB at 24 repetitions, 2.2 GB at 25.  It is mapped (dlopen) by a
+# process of user nobody.  Root's tools must end within a bounded time and
+# peak memory, whatever the name.
+
+BOMB_REPETITIONS = 40  # 2^40 times the text: no demangler without a budget finishes
+BOMB_SECONDS = 30
+BOMB_MAX_RSS_MIB = 256
+BOMB_AS_LIMIT = 2 << 30  # so that the unbounded code fails the test instead of the machine
+
+
+def b36(v):
+    digits = ""
+    while True:
+        digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"[v % 36] + digits
+        v //= 36
+        if not v:
+            return digits
+
+
+def doubling(n):
+    """n back-referenced templates, each twice the text of the one before:
+    S0_ is A, S1_ is A<int, int>, S2_ is A<S1_, S1_> ..."""
+    return "".join(f"S0_IS{b36(k)}_S{b36(k)}_E" for k in range(1, n + 1))
+
+
+def bomb_symbol(n):
+    return "_ZN11AllocTracer27send_allocation_in_new_tlabE1AIiiE" + doubling(n)
+
+
+FAKE_LIBJVM_C = r"""
+#include <stddef.h>
+#include <stdint.h>
+/* HotSpot's VMStructEntry, and the globals that describe it (vmStructs.cpp). */
+struct entry { const char* type_name; const char* field_name; const char* type_string;
+               int32_t is_static; uint64_t offset; void* address; };
+static struct entry table[] = {
+  {"Klass", "_name", "Symbol*", 0, 16, 0},
+  {"Symbol", "_length", "u2", 0, 4, 0},
+  {"Symbol", "_body", "u1", 0, 6, 0},
+  {0, 0, 0, 0, 0, 0},
+};
+struct entry* gHotSpotVMStructs = table;
+uint64_t gHotSpotVMStructEntryArrayStride = sizeof(struct entry);
+uint64_t gHotSpotVMStructEntryTypeNameOffset = offsetof(struct entry, type_name);
+uint64_t gHotSpotVMStructEntryFieldNameOffset = offsetof(struct entry, field_name);
+uint64_t gHotSpotVMStructEntryIsStaticOffset = offsetof(struct entry, is_static);
+uint64_t gHotSpotVMStructEntryOffsetOffset = offsetof(struct entry, offset);
+/* The functions stock mode traces, the first by the crafted name. */
+void f1(void) __asm__("@FUNCTION@");
+void f1(void) {}
+void f2(void) __asm__("_ZN11AllocTracer28send_allocation_outside_tlabEP5KlassP8HeapWordmP6Thread");
+void f2(void) {}
+void f3(void) __asm__("_ZN8GCTracer15report_gc_startEN7GCCause5CauseERK6Ticks");
+void f3(void) {}
+void f4(void) __asm__("_ZN8GCTracer13report_gc_endERK6TicksP14TimePartitions");
+void f4(void) {}
+/* A collector's vtable whose class doubles the same way (stat names
+   collectors by the vtables whose class ends with "Tracer"). */
+const uint64_t vtable[4] __asm__("@VTABLE@") = {0};
+"""
+
+
+def fake_libjvm(directory, n=BOMB_REPETITIONS):
+    """directory/lib/server/libjvm.so, compiled with the C compiler, readable by all."""
+    src = directory / "fake_libjvm.c"
+    src.write_text(FAKE_LIBJVM_C.replace("@FUNCTION@", bomb_symbol(n))
+                   .replace("@VTABLE@", "_ZTV6TracerI1BIiiE" + doubling(n) + "E"))
+    lib = directory / "lib/server/libjvm.so"
+    lib.parent.mkdir(parents=True)
+    subprocess.run(["cc", "-shared", "-fPIC", "-O0", "-o", str(lib), str(src)], check=True)
+    for p in (directory, directory / "lib", lib.parent, lib):
+        p.chmod(0o755)
+    names = subprocess.run(["nm", str(lib)], capture_output=True, text=True, check=True).stdout
+    assert bomb_symbol(n) in names and "gHotSpotVMStructs" in names, names
+    return lib
+
+
+@pytest.fixture
+def bomb_target(nobody):
+    """A process of user nobody that has dlopen()ed the fake libjvm.so (its
+    relocations applied, as a JVM's would be): (process, library)."""
+    import tempfile
+    directory = Path(tempfile.mkdtemp(prefix="jvmtrace-bomb-"))
+    lib = fake_libjvm(directory)
+    code = ("import ctypes, os, sys\n"
+            f"ctypes.CDLL({str(lib)!r})\n"
+            "print('ready', os.getpid(), flush=True)\n"
+            "sys.stdin.read()\n")
+    p = subprocess.Popen(["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups",
+                          "/usr/bin/python3", "-c", code],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        assert line.startswith("ready "), p.stderr.read()
+        assert str(lib) in Path(f"/proc/{p.pid}/maps").read_text()
+        yield p, lib
+    finally:
+        p.kill()
+        p.wait()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+# Runs a command and writes the peak resident set size of it and of every
+# descendant it (or they) waited for, in KiB, to argv[1]; the command runs
+# under RLIMIT_AS argv[2] bytes.  Signals to this process are passed on.
+MEASURED = r"""
+import resource, signal, subprocess, sys
+out, limit, cmd = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+p = subprocess.Popen(cmd, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
+for s in (signal.SIGINT, signal.SIGTERM):
+    signal.signal(s, lambda n, f: p.send_signal(n))
+rc = p.wait()
+with open(out, "w") as f:
+    f.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
+sys.exit(rc if rc >= 0 else 128 - rc)
+"""
+
+
+def measured(tmp_path, cmd):
+    """(argv running cmd under MEASURED, the file its peak RSS in KiB goes to)."""
+    script = tmp_path / "measured.py"
+    script.write_text(MEASURED)
+    rss = tmp_path / f"rss-{len(list(tmp_path.glob('rss-*')))}"
+    return ["/usr/bin/python3", str(script), str(rss), str(BOMB_AS_LIMIT), *map(str, cmd)], rss
+
+
+def run_bounded(tmp_path, cmd):
+    """cmd's (CompletedProcess, seconds, peak RSS in MiB); a run past
+    BOMB_SECONDS is killed and fails the test."""
+    argv, rss = measured(tmp_path, cmd)
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=BOMB_SECONDS)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, 9)
+        p.communicate()
+        raise AssertionError(f"{' '.join(map(str, cmd))} did not finish within {BOMB_SECONDS} s")
+    seconds = time.monotonic() - t0
+    peak = int(rss.read_text()) / 1024
+    print(f"{' '.join(map(str, cmd[:3]))}: {seconds:.2f} s, peak RSS {peak:.0f} MiB, rc {p.returncode}")
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err), seconds, peak
+
+
+def test_a_crafted_symbol_cannot_make_stat_demangle_without_bound(bomb_target, tmp_path):
+    """`jvmtrace stat -p PID -d 1` on a process of nobody that maps the fake
+    libjvm.so: it ends within 30 s (one second of that is -d 1) and 256 MiB,
+    and, the library having all that stock mode needs, it attaches and
+    reports (the crafted name is matched by its mangled form, never
+    demangled).  Before, root's stat took 3.7-7 s and 1.1 GB at 24
+    repetitions; at 40 it never ends."""
+    target, lib = bomb_target
+    r, seconds, peak = run_bounded(tmp_path, [JVMTRACE, "stat", "-p", target.pid, "-d", "1"])
+    assert peak < BOMB_MAX_RSS_MIB, f"stat peaked at {peak:.0f} MiB:\n{r.stderr[-2000:]}"
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "stock mode" in r.stdout + r.stderr, r.stdout + r.stderr
+    assert target.poll() is None, "the target died"
+
+
+def test_a_crafted_symbol_cannot_make_jvmtrace_target_demangle_without_bound(bomb_target, tmp_path):
+    """`jvmtrace target PID --function AllocTracer::send_allocation_in_new_tlab`
+    (what scripts/jvmtrace-bt asks): within 30 s and 256 MiB, and it names
+    the crafted symbol (plain characters, the function by its mangled form)."""
+    target, lib = bomb_target
+    r, seconds, peak = run_bounded(tmp_path, [JVMTRACE, "target", target.pid, "--function",
+                                              "AllocTracer::send_allocation_in_new_tlab",
+                                              "--function", "GCTracer::report_gc_start"])
+    assert peak < BOMB_MAX_RSS_MIB, f"jvmtrace target peaked at {peak:.0f} MiB:\n{r.stderr[-2000:]}"
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"function AllocTracer::send_allocation_in_new_tlab {bomb_symbol(BOMB_REPETITIONS)}\n" in r.stdout, r.stdout
+    assert "function GCTracer::report_gc_start _ZN8GCTracer15report_gc_start" in r.stdout, r.stdout
+
+
+def test_a_crafted_symbol_cannot_swell_the_daemons_auto_stat_workers(bomb_target, tmp_path):
+    """jvmtraced --auto-stat starts a root stat worker by itself for every
+    JVM it finds, the fake one of nobody's too: the worker attaches within
+    30 s, and the daemon and its workers peak under 256 MiB each.  Before,
+    such a worker reached 2.1 GB in 10 s (and --max-workers allows 64)."""
+    import test_daemon
+    target, lib = bomb_target
+    argv, rss = measured(tmp_path, [test_daemon.JVMTRACED])
+    wrapper = tmp_path / "jvmtraced"
+    wrapper.write_text("#!/bin/sh\nexec " + " ".join(f"'{a}'" for a in argv) + ' "$@"\n')
+    wrapper.chmod(0o755)
+    daemon = None
+    saved = test_daemon.JVMTRACED
+    test_daemon.JVMTRACED = wrapper
+    try:
+        # Its workers are the jvmtrace beside the real jvmtraced.
+        daemon = test_daemon.Daemon(tmp_path, "--auto-stat", "--jvmtrace", str(JVMTRACE))
+        # (Other JVMs on the machine get workers too: this one's is waited for.)
+        mine = f"stat attached to PID {target.pid} "
+        try:
+            attached = daemon.log.find(lambda l: mine in l or f"auto-stat of PID {target.pid}:" in l,
+                                       BOMB_SECONDS, "the auto-stat worker of the fake JVM")
+        except AssertionError as e:
+            attached = str(e)
+    finally:
+        test_daemon.JVMTRACED = saved
+        log = daemon.stop() if daemon else ""
+    peak = int(rss.read_text()) / 1024
+    print(f"auto-stat: peak RSS of the daemon and its workers {peak:.0f} MiB")
+    assert mine in attached and "stock mode" in attached, \
+        f"no stat worker attached within {BOMB_SECONDS} s: {attached}\n{log[-3000:]}"
+    assert peak < BOMB_MAX_RSS_MIB, f"the daemon or a worker peaked at {peak:.0f} MiB:\n{log[-3000:]}"
+    assert target.poll() is None, "the target died"
+
+
+@pytest.mark.no_root
+def test_the_bounded_demangler():
+    """The demangler that names VM frames and collectors (userspace/hotspot/
+    demangle.h): known names, matching by mangled form, doubling bombs of 1
+    to 400 repetitions and 200,000 seeded random inputs each within 50 ms of
+    CPU and 2 KiB of text (tests/demangle_test.cpp)."""
+    seed = random.randrange(1 << 30)
+    r = subprocess.run([str(BUILD_DIR / "tests/fixtures/demangle_test"), "--seed", str(seed)],
+                       capture_output=True, text=True, timeout=300)
+    print(r.stdout)
+    assert r.returncode == 0 and r.stdout.rstrip().endswith("ok"), f"seed {seed}:\n{r.stdout}{r.stderr}"
+
+
+@pytest.mark.no_root
+@pytest.mark.parametrize("libjvm", sorted({str(p.resolve()) for p in Path("/usr/lib/jvm").glob("*/lib/server/libjvm.so")})
+                         or ["(no JDK in /usr/lib/jvm)"])
+def test_the_bounded_demangler_names_hotspots_symbols_as_libstdcxx_does(libjvm):
+    """Every C++ symbol of a real libjvm.so (trusted: the JDKs on this
+    machine): at least 95% are named, each as libstdc++'s __cxa_demangle
+    names it (its parameter list cut, as stack frames show names); the rest
+    are shown mangled."""
+    r = subprocess.run([str(BUILD_DIR / "tests/fixtures/demangle_test"), "--against", libjvm],
+                       capture_output=True, text=True, timeout=300)
+    print(r.stdout)
+    assert r.returncode == 0 and r.stdout.rstrip().endswith("ok"), r.stdout + r.stderr
+
+
+# --- Issue 33, item 7: what one ELF file may cost the scanner and a worker ---
+
+# One USDT note, as sys/sdt.h would emit it: provider "other", probe "site".
+STAPSDT_NOTE = r"""
+__asm__(".pushsection .note.stapsdt,\"\",@note\n.balign 4\n.4byte 8, 36, 3\n.asciz \"stapsdt\"\n"
+        ".balign 4\n.8byte 0, 0, 0\n.asciz \"other\"\n.asciz \"site\"\n.asciz \"\"\n.balign 4\n.popsection\n");
+"""
+
+
+def giant_sections(lib, size):
+    """lib grown (sparse) to `size` bytes, its .symtab and .note.stapsdt
+    section headers stretched to the end of the file: libelf reads a section
+    it is asked for whole, so a reader that takes such a file pays for its
+    size."""
+    import struct
+    data = bytearray(lib.read_bytes())
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    names_off, = struct.unpack_from("<Q", data, shoff + shstrndx * shentsize + 0x18)
+    stretched = []
+    for i in range(shnum):
+        h = shoff + i * shentsize
+        name, = struct.unpack_from("<I", data, h)
+        sname = bytes(data[names_off + name:data.index(b"\0", names_off + name)]).decode()
+        if sname in (".symtab", ".note.stapsdt"):
+            off, = struct.unpack_from("<Q", data, h + 0x18)
+            struct.pack_into("<Q", data, h + 0x20, (size - off) // 24 * 24)
+            stretched.append(sname)
+    assert sorted(stretched) == [".note.stapsdt", ".symtab"], stretched
+    lib.write_bytes(data)
+    os.truncate(lib, size)
+
+
+def descendants(pid):
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    return [int(c) for c in children] + [d for c in children for d in descendants(int(c))]
+
+
+def vm_hwm_kib(pid):
+    try:
+        return int(re.search(r"^VmHWM:\s+(\d+)", Path(f"/proc/{pid}/status").read_text(), re.M).group(1))
+    except (OSError, AttributeError):
+        return 0
+
+
+def test_an_elf_file_with_giant_sections_costs_root_little(tmp_path, nobody):
+    """A process of nobody maps a libjvm.so of 900 MiB (sparse) whose symbol
+    table and USDT notes claim all of it.  `jvmtrace target PID --function`
+    refuses it with the reason, and the daemon's discovery looks at it, each
+    peaking under 256 MiB: files over 256 MiB are not read (a libjvm.so is
+    24-30 MB).  Before, both read up to 1 GiB a file through libelf."""
+    import tempfile
+    import test_daemon
+    from test_hostile_input import mapper
+    directory = Path(tempfile.mkdtemp(prefix="jvmtrace-giant-"))
+    try:
+        src = directory / "giant.c"
+        src.write_text(STAPSDT_NOTE +
+                       FAKE_LIBJVM_C.replace("@FUNCTION@", "_ZN11AllocTracer27send_allocation_in_new_tlabEv")
+                       .replace("@VTABLE@", "_ZTV11G1NewTracer"))
+        lib = directory / "lib/server/libjvm.so"
+        lib.parent.mkdir(parents=True)
+        subprocess.run(["cc", "-shared", "-fPIC", "-O0", "-o", str(lib), str(src)], check=True)
+        giant_sections(lib, 900 << 20)
+        for p in (directory, directory / "lib", lib.parent, lib):
+            p.chmod(0o755)
+        target = mapper(lib, before=f"os.setgid({nobody.pw_gid}); os.setuid({nobody.pw_uid})")
+        try:
+            r, seconds, peak = run_bounded(tmp_path, [JVMTRACE, "target", target.pid, "--function",
+                                                      "AllocTracer::send_allocation_in_new_tlab"])
+            assert peak < BOMB_MAX_RSS_MIB, f"jvmtrace target peaked at {peak:.0f} MiB: {r.stderr}"
+            assert r.returncode == 1 and "larger than" in r.stderr, r.stdout + r.stderr
+            argv, rss = measured(tmp_path, [test_daemon.JVMTRACED])
+            wrapper = tmp_path / "jvmtraced"
+            wrapper.write_text("#!/bin/sh\nexec " + " ".join(f"'{a}'" for a in argv) + ' "$@"\n')
+            wrapper.chmod(0o755)
+            saved, test_daemon.JVMTRACED = test_daemon.JVMTRACED, wrapper
+            daemon = None
+            try:
+                daemon = test_daemon.Daemon(tmp_path)
+                # Discovery looks at every process as it starts, in a child
+                # the daemon may kill unwaited: its high-water mark is read
+                # while it lives too.
+                hwm = 0
+                for _ in range(30):
+                    hwm = max([hwm] + [vm_hwm_kib(p) for p in descendants(daemon.proc.pid)])
+                    time.sleep(0.1)
+            finally:
+                test_daemon.JVMTRACED = saved
+                log = daemon.stop() if daemon else ""
+            peak = max(int(rss.read_text()), hwm) / 1024
+            print(f"the daemon, its discovery having met the giant library: peak RSS {peak:.0f} MiB")
+            assert peak < BOMB_MAX_RSS_MIB, f"the daemon or its scanner peaked at {peak:.0f} MiB:\n{log[-3000:]}"
+        finally:
+            target.kill()
+            target.wait()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)

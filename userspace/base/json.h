@@ -12,7 +12,7 @@ using Json = nlohmann::ordered_json;
 // command line) are bytes, not always UTF-8 (the kernel cuts a thread's name
 // at 15 bytes, mid-character or not): what is not UTF-8 becomes U+FFFD.
 // Every control character (C0, DEL, C1) is a \u escape: the text holds none
-// raw, and a name decodes to itself (docs/decisions.md 125).
+// raw, and a name decodes to itself (docs/decisions.md 127).
 // NaN and infinities are written as null, so the line is always JSON.
 std::string json_text(const Json& j);
 

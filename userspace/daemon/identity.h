@@ -1,5 +1,5 @@
 // Who a JVM is, for the daemon's metrics labels (docs/daemon.md, "Labels";
-// docs/decisions.md 98 and 126): read from the target's /proc files by the
+// docs/decisions.md 98 and 128): read from the target's /proc files by the
 // discovery process.  Both are the target's text; what they are worth differs.
 #pragma once
 #include <string>

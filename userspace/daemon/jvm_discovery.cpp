@@ -124,13 +124,29 @@ bool JvmDiscovery::check(pid_t pid, unsigned long long start_time) {
     std::string cgroup;
     read_proc_file("/proc/" + std::to_string(pid) + "/cgroup", &cgroup, 64 << 10);
     j.container = container_of(cgroup);
-    const auto key = std::make_pair(lib.dev(), lib.ino());
-    auto p = patched_.find(key);
-    if (p == patched_.end()) p = patched_.emplace(key, has_usdt_provider(lib.path(), "jvmtrace")).first;
-    j.patched = p->second;
+    j.patched = patched(lib);
     jvms_[pid] = j;
   }
   return true;
+}
+
+bool JvmDiscovery::patched(const TargetFile& lib) {
+  struct stat st;
+  if (fstat(lib.fd(), &st) != 0) return has_usdt_provider(lib.path(), "jvmtrace");  // (not kept)
+  const FileKey key{st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec, st.st_ctim.tv_sec,
+                    st.st_ctim.tv_nsec};
+  auto p = patched_.find(key);
+  if (p == patched_.end()) {
+    if (patched_.size() >= kMaxPatchedEntries) {
+      auto oldest = patched_.begin();
+      for (auto it = patched_.begin(); it != patched_.end(); ++it)
+        if (it->second.used < oldest->second.used) oldest = it;
+      patched_.erase(oldest);
+    }
+    p = patched_.emplace(key, PatchedEntry{has_usdt_provider(lib.path(), "jvmtrace"), 0}).first;
+  }
+  p->second.used = ++patched_clock_;
+  return p->second.patched;
 }
 
 }  // namespace jvmtrace

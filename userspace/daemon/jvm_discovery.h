@@ -6,16 +6,21 @@
 #pragma once
 #include <sys/types.h>
 
+#include <cstdint>
+
 #include <functional>
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "daemon/identity.h"
 
 namespace jvmtrace {
+
+class TargetFile;
 
 struct JvmProcess {
   pid_t pid = 0;        // in the daemon's (the host's) PID namespace
@@ -54,7 +59,20 @@ class JvmDiscovery {
   };
   std::map<pid_t, Seen> seen_;
   std::map<pid_t, JvmProcess> jvms_;
-  std::map<std::pair<dev_t, ino_t>, bool> patched_;  // by the libjvm.so file
+  // Whether a libjvm.so declares jvmtrace probes, by the file's identity
+  // (device, inode, size, modification and change times): a file rewritten
+  // in place, or an inode number reused, is looked at again.  At most
+  // kMaxPatchedEntries, the least recently used evicted: any user can make
+  // new libjvm.so files (issue 33).
+  struct PatchedEntry {
+    bool patched;
+    uint64_t used;  // scan_clock_ when last asked for
+  };
+  using FileKey = std::tuple<dev_t, ino_t, off_t, int64_t, int64_t, int64_t, int64_t>;
+  static constexpr size_t kMaxPatchedEntries = 256;
+  std::map<FileKey, PatchedEntry> patched_;
+  uint64_t patched_clock_ = 0;
+  bool patched(const TargetFile& lib);
 };
 
 }  // namespace jvmtrace

@@ -20,24 +20,27 @@ class ElfSymbols {
   // shown: how messages name it (default: path).
   bool load(const std::string& path, std::string* error, bool need_symtab = true, const std::string& shown = "");
 
-  // The mangled name of the one function whose demangled name is
-  // "qualified(...)", e.g. "AllocTracer::send_allocation_in_new_tlab".
-  // Compiler clones (".part.0", ".cold") are not candidates.  Empty with
-  // *error when there is none (stripped, or another HotSpot) or several.
+  // The mangled name of the one function whose demangled name would be
+  // "qualified(...)", e.g. "AllocTracer::send_allocation_in_new_tlab",
+  // found by its mangled form (mangled_function_is(): nothing is
+  // demangled).  Compiler clones (".part.0", ".cold") are not candidates.
+  // Empty with *error when there is none (stripped, or another HotSpot) or
+  // several.
   std::string function(const std::string& qualified, std::string* error) const;
 
   // A symbol's address in the file (st_value); 0 if there is none.
   uint64_t value(const std::string& mangled) const;
 
-  // The demangled name of the function that contains vaddr (its parameter
-  // list dropped), or empty.
+  // The name of the function that contains vaddr, demangled within a
+  // budget (shown_name(): without its parameter list, or mangled), or empty.
   std::string function_at(uint64_t vaddr) const;
 
-  // The demangled name of the data object that contains vaddr, and the
-  // offset into it; empty if none does.
+  // The name of the data object (a vtable) that contains vaddr, as
+  // shown_name() gives it, and the offset into it; empty if none does.
   std::string object_at(uint64_t vaddr, uint64_t* offset) const;
 
-  // Every "vtable for C" whose class C ends with suffix: (C, file address).
+  // Every "vtable for C" of a plain class C (vtable_class(): not a template,
+  // not demangled) that ends with suffix: (C, file address).
   std::vector<std::pair<std::string, uint64_t>> vtables(const std::string& suffix) const;
 
   // Add to a file address to get the address in a process that mapped the
@@ -77,7 +80,5 @@ class ElfSymbols {
 // Null with *error as load() would fail.
 std::shared_ptr<const ElfSymbols> shared_elf_symbols(const std::string& path, std::string* error,
                                                      bool need_symtab = true, const std::string& shown = "");
-
-std::string demangle(const std::string& mangled);
 
 }  // namespace jvmtrace

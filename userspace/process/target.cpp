@@ -158,7 +158,8 @@ std::set<std::string> usdt_probe_names(const std::string& elf_path, const std::s
       GElf_Shdr sh;
       if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE) continue;
       const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
-      if (!name || std::strcmp(name, ".note.stapsdt") != 0) continue;
+      // A patched libjvm.so's notes are ~10 KiB: a larger section is not read.
+      if (!name || std::strcmp(name, ".note.stapsdt") != 0 || sh.sh_size > kMaxUsdtNoteBytes) continue;
       Elf_Data* data = elf_getdata(scn, nullptr);
       GElf_Nhdr nh;
       size_t off = 0, name_off, desc_off;

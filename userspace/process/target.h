@@ -79,6 +79,10 @@ std::string thread_name(pid_t pid, uint32_t tid);
 // The command line, arguments separated by spaces; empty if unreadable.
 std::string process_cmdline(pid_t pid);
 
+// The largest .note.stapsdt read: HotSpot's own probes and jvmtrace's take
+// 53 KiB (Debian's 17, Temurin 25); a larger section is taken for none.
+constexpr uint64_t kMaxUsdtNoteBytes = 1 << 20;
+
 // True if the ELF file declares USDT probes of this provider (.note.stapsdt).
 bool has_usdt_provider(const std::string& elf_path, const std::string& provider);
 // The names of provider's probes in elf_path's .note.stapsdt (empty if none,

@@ -25,9 +25,14 @@
 
 namespace jvmtrace {
 
-// The largest ELF file jvmtrace reads (libjvm.so is ~25 MB, a fastdebug one
-// with its debug info a few hundred).
-constexpr uint64_t kMaxElfBytes = 1ull << 30;
+// The largest ELF file jvmtrace reads: libelf reads a section it is asked
+// for whole, so this bounds what one file costs the scanner and each worker
+// (issue 33).  A libjvm.so is 24 MB (Debian's 17) to 30 MB (Temurin 25);
+// build-patched-jdk.sh builds every variant, fastdebug too, with
+// --with-native-debug-symbols=none, so its debug info is not in the file.
+// 256 MiB is 8 times that; a library this refuses (one with its debug info
+// inside) leaves stack frames in it unnamed, and stock mode says why.
+constexpr uint64_t kMaxElfBytes = 256ull << 20;
 
 // An open, checked file: a regular file of at most the size it was opened
 // with.  Owns its descriptor.
