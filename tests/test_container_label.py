@@ -1,7 +1,7 @@
 """The daemon's `container` label says what it is (issue 33, item 6).
 
 It is a container runtime's id only where the cgroup layout is one only
-root makes (docs/decisions.md 126): a user who names a cgroup of their
+root makes (docs/decisions.md 128): a user who names a cgroup of their
 delegated subtree after a victim's container
 (`systemd-run --user --scope --unit=docker-<victim id>`: user@UID.service/
 app.slice/docker-ID.scope) gets no container label, where the old

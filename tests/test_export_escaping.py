@@ -241,7 +241,7 @@ def test_text_outputs_hold_no_raw_name(hostile_trace, damaged_trace, argv):
 @pytest.mark.parametrize("argv", [["dump", "--json"], ["report", "--json"], ["report", "--check", "--json"]],
                          ids=" ".join)
 def test_json_outputs_hold_no_raw_byte_and_keep_the_name(hostile_trace, damaged_trace, argv):
-    """jvmtrace's own JSON is data (docs/decisions.md 125): a name decodes to
+    """jvmtrace's own JSON is data (docs/decisions.md 127): a name decodes to
     itself (bytes that are not UTF-8 as U+FFFD), and every control character
     in it, DEL and C1 included, is a JSON escape: the text holds none raw
     (nlohmann escapes only U+0000..U+001F; DEL and C1 went out raw)."""
