@@ -607,13 +607,15 @@ def test_every_loss_cause_is_counted_stored_and_shown(usdt_fixture, tmp_path):
     assert m and m.groups() == ("0", "0", "0", "0"), run.trace_err
     rep = json.loads(jvmtrace("report", "--json", out).stdout)
     assert rep["lost"] == 0 and rep["lost_by_kind"] == {"ring_buffer_full": 0, "malformed_kernel_records": 0,
-                                                         "gc_ends_without_start": 0, "name_table_full": 0}, rep
+                                                         "gc_ends_without_start": 0, "name_table_full": 0,
+                                                         "left_unread": 0}, rep
     assert "lost by cause: ring buffer full 0, malformed kernel records 0, GC ends without a start 0" in \
         jvmtrace("report", out).stdout
     edited = tmp_path / "edited.jvmtrace"
     for kind, name, words in ((1, "malformed_kernel_records", "malformed kernel records"),
                               (2, "gc_ends_without_start", "GC ends without a start"),
-                              (3, "name_table_full", "name tables full")):
+                              (3, "name_table_full", "name tables full"),
+                              (4, "left_unread", "records left unread")):
         r = subprocess.run([str(BUILD_DIR / "tests/fixtures/trace_edit"), out, edited, "lost", "100", str(kind), "7"],
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stderr

@@ -137,6 +137,11 @@ void usage(FILE* out) {
 constexpr long kMaxBufferMb = 2048;
 static_assert((static_cast<uint64_t>(kMaxBufferMb) << 20) <= UINT32_MAX, "the ring buffer size fits max_entries");
 
+// How long one poll may read before the loop's checks run (the -d timer,
+// signals, the disk cap, rotation, the target's exit), and how long the end
+// may read what is still queued after the detach (decision 130).
+constexpr uint64_t kReadBudgetNs = 40'000'000, kEndReadBudgetNs = 1'000'000'000;
+
 // Distinct user stacks the kernel keeps for --stacks (64 frames each: 8 MiB);
 // a stack first seen with the map full is not captured (and counted).
 constexpr uint32_t kStackMapEntries = 16384;
@@ -206,6 +211,17 @@ void print_summary(const Options& o, const trace::TraceWriter& writer, const Rec
                  "code); %llu stack(s) not captured; %llu unnamed JIT frame(s) seen\n",
                  (unsigned long long)recorder.stacks_defined_, (unsigned long long)recorder.stacks_renamed_,
                  (unsigned long long)recorder.stacks_missing_, (unsigned long long)symbolizer->unresolved_jit());
+  if (recorder.budget_stops_ || recorder.left_unread_)
+    std::fprintf(stderr, "jvmtrace record: could not read what the JVM sent in time: %llu reads of the ring buffer "
+                 "cut short at their %llu ms budget; %llu records left unread at the end (counted as lost: records "
+                 "left unread)\n", (unsigned long long)recorder.budget_stops_,
+                 (unsigned long long)(kReadBudgetNs / 1000000), (unsigned long long)recorder.left_unread_);
+  if (namer && o.verbose)
+    std::fprintf(stderr, "jvmtrace record: method names: the Method* cache dropped %llu times, the namer's %llu times "
+                 "(at their caps); %llu samples written at once (too many waiting); %llu names read after the JVM "
+                 "was gone, not kept\n", (unsigned long long)recorder.sample_counts_.method_cache_drops,
+                 (unsigned long long)namer->cache_drops(), (unsigned long long)recorder.sample_counts_.pending_capped,
+                 (unsigned long long)recorder.sample_counts_.names_dropped);
   if (recorder.frames_not_kept_)
     std::fprintf(stderr, "jvmtrace record: %llu frame name(s) not kept (the name table was full): shown as "
                  "[frame name not kept]\n", (unsigned long long)recorder.frames_not_kept_);
@@ -411,9 +427,14 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
   segments.start(start);
   for (;;) {
     // Events arrive without wakeups until wakeup_bytes are waiting: this
-    // timeout is also how often a trickle of events is collected.
+    // timeout is also how often a trickle of events is collected.  Reading
+    // stops at the budget, whatever the JVM sends (a sample can cost
+    // hundreds of reads of its memory): the checks below run at least every
+    // 100 ms (decision 130).
+    recorder.read_until(clock_ns(CLOCK_MONOTONIC) + kReadBudgetNs);
     int n = ring_buffer__poll(rb.get(), 50);
-    if (n < 0 && n != -EINTR) {
+    const bool behind = recorder.budget_spent();  // (n is then kBudgetSpent, no error)
+    if (n < 0 && n != -EINTR && !behind) {
       reason = trace::kEndError;
       reason_text = std::string("reading the ring buffer: ") + std::strerror(-n);
       break;
@@ -421,7 +442,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
     // Under a steady stream the ring buffer's fd is always ready, so poll
     // returns with a handful of events at a time: wait a little for a
     // bigger batch (the buffer holds seconds of events at this rate).
-    if (n > 0 && n < 4096 && !stop_requested()) usleep(2000);
+    if (!behind && n > 0 && n < 4096 && !stop_requested()) usleep(2000);
     const auto now = clock::now();
     if (now < next_housekeeping && !stop_requested()) continue;
     next_housekeeping = now + std::chrono::milliseconds(50);
@@ -459,21 +480,38 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
   // VM's buffers, are handed over at its next safepoint; later ones are left
   // out.  (A JVM that exits hands over everything at its last safepoint.)
   std::string drain_problem;
+  const uint64_t end_t0 = clock_ns(CLOCK_MONOTONIC);
   if (reason == trace::kEndUser || reason == trace::kEndDuration) {
     const uint64_t end_ns = clock_ns(CLOCK_MONOTONIC);
     recorder.set_window(recorder.window_start_ns(), end_ns);
-    drain_problem = bpf.drain(usdt_skel ? &usdt_skel->bss->drained_ns : nullptr, end_ns,
-                              [&] { ring_buffer__poll(rb.get(), 0); });
+    drain_problem = bpf.drain(usdt_skel ? &usdt_skel->bss->drained_ns : nullptr, end_ns, [&] {
+      recorder.read_until(clock_ns(CLOCK_MONOTONIC) + kReadBudgetNs);
+      ring_buffer__poll(rb.get(), 0);
+    });
   }
   // Stop every program at one moment, then detach (uprobes go one at a
   // time, over milliseconds: events of the probes still attached would end
-  // the trace inconsistently), then take what is still queued.
+  // the trace inconsistently), then take what is still queued: for at most
+  // kEndReadBudgetNs (a flooded reader may be far behind); the rest is
+  // counted, not read (lost: left unread).
+  const uint64_t end_t1 = clock_ns(CLOCK_MONOTONIC);
   __atomic_store_n(stopped, 1u, __ATOMIC_SEQ_CST);
   bpf.detach();
+  const uint64_t end_t2 = clock_ns(CLOCK_MONOTONIC);
+  recorder.read_until(end_t2 + kEndReadBudgetNs);
   ring_buffer__consume(rb.get());
+  if (recorder.budget_spent()) {
+    recorder.stop_reading();
+    ring_buffer__consume(rb.get());  // (counting only: memory speed)
+  }
   recorder.flush_plab_events();
   recorder.flush_samples();
   note_drops();
+  writer.lost(clock_ns(CLOCK_MONOTONIC), recorder.left_unread_, trace::kLostLeftUnread);
+  if (o.verbose)
+    std::fprintf(stderr, "jvmtrace record: the end: %.0f ms collecting the JVM's buffers, %.0f ms detaching, %.0f ms "
+                 "reading what was queued\n", (end_t1 - end_t0) / 1e6, (end_t2 - end_t1) / 1e6,
+                 (clock_ns(CLOCK_MONOTONIC) - end_t2) / 1e6);
   // Stacks still holding unnamed JIT code get one last chance: a perf map
   // written now (the target alive) or at its exit (-XX:+DumpPerfMapAtExit,
   // or the last refresh, still in its /tmp).

@@ -337,8 +337,22 @@ class StatSession {
       std::string n = read_process_memory(self->o_.pid, k->key, std::min<uint32_t>(k->name_len, 512));
       if (!n.empty()) self->names_.emplace(k->key, n);
     }
+    // A budget, as record's (decision 130): each notice costs a read of the
+    // target, and libbpf 1.1 drains for as long as notices keep coming.  A
+    // negative result stops the drain; the rest waits in the ring.
+    if (self->deadline_ns_ && clock_ns(CLOCK_MONOTONIC) >= self->deadline_ns_) {
+      self->budget_spent_ = true;
+      return -EAGAIN;
+    }
     return 0;
   }
+  // Notices are read until deadline_ns (0: no limit); budget_spent() says
+  // whether the last poll stopped there (its negative result no error).
+  void read_until(uint64_t deadline_ns) {
+    deadline_ns_ = deadline_ns;
+    budget_spent_ = false;
+  }
+  bool budget_spent() const { return budget_spent_; }
 
  private:
   // Names for the rows; a key not learnt yet (its notice lost or the read
@@ -537,6 +551,8 @@ class StatSession {
   std::unordered_map<uint32_t, std::string> comm_;
   std::unordered_map<uint64_t, std::string> names_;
   uint64_t malformed_notices_ = 0;  // user space's own count, beside the kernel's counters
+  uint64_t deadline_ns_ = 0;
+  bool budget_spent_ = false;
 };
 
 // Aggregates o.pid until the end and prints the report; with launch, the
@@ -617,8 +633,9 @@ int stat_pid(const Options& o, Launch* launch) {
   auto next = start + std::chrono::duration<double>(o.interval);
   bool target_gone = false;
   while (!stop_requested()) {
+    session.read_until(clock_ns(CLOCK_MONOTONIC) + 40'000'000);
     int polled = ring_buffer__poll(names.get(), 50);  // also the loop's 50 ms tick
-    if (polled < 0 && polled != -EINTR) {
+    if (polled < 0 && polled != -EINTR && !session.budget_spent()) {
       std::fprintf(stderr, "jvmtrace stat: reading new-key notices: %s\n", std::strerror(-polled));
       break;
     }
@@ -643,9 +660,15 @@ int stat_pid(const Options& o, Launch* launch) {
     const uint64_t end_ns = clock_ns(CLOCK_MONOTONIC);
     if (skel) skel->bss->window_end_ns = end_ns;
     drain_problem = bpf.drain(skel ? &skel->bss->drained_ns : nullptr, end_ns,
-                              [&] { ring_buffer__poll(names.get(), 0); });
+                              [&] {
+                                session.read_until(clock_ns(CLOCK_MONOTONIC) + 40'000'000);
+                                ring_buffer__poll(names.get(), 0);
+                              });
   }
-  ring_buffer__consume(names.get());  // notices that arrived before the stop
+  // Notices that arrived before the stop, for at most a second (a name not
+  // learnt is read once more as the report is made, or shown unreadable).
+  session.read_until(clock_ns(CLOCK_MONOTONIC) + 1'000'000'000);
+  ring_buffer__consume(names.get());
   session.report(std::chrono::duration<double>(stopped_at - start).count());
   if (target_gone && !o.json) std::fprintf(stderr, "jvmtrace stat: PID %d exited\n", o.pid);
   if (!drain_problem.empty()) std::fprintf(stderr, "jvmtrace stat: %s\n", drain_problem.c_str());

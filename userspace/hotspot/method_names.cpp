@@ -16,9 +16,17 @@ namespace {
 // a u2, so nothing the target says can make a read larger.
 constexpr size_t kMaxSymbol = 4096;
 // Caches are dropped whole beyond these (a JVM passing ever new pointers
-// must not grow root's memory without bound).
-constexpr size_t kMaxCached = 1 << 16;
+// must not grow root's memory without bound): entries of each, and bytes of
+// names of both (65,536 symbols of 4 KiB would be 256 MiB, as many pools
+// with two such names 512 MiB).
+constexpr size_t kMaxCached = 1 << 16, kMaxCachedBytes = 16 << 20;
 }  // namespace
+
+void MethodNamer::make_room(size_t n) {
+  if (symbols_.size() < kMaxCached && pools_.size() < kMaxCached && cached_bytes_ + n <= kMaxCachedBytes) return;
+  forget();
+  cache_drops_++;
+}
 
 bool MethodNamer::ensure(std::string* error) {
   if (ready()) return true;
@@ -86,7 +94,8 @@ bool MethodNamer::symbol(uint64_t addr, std::string* out) {
   if (!read_bytes(addr + symbol_length_, &len, sizeof len)) return false;
   std::string s(len < kMaxSymbol ? len : kMaxSymbol, '\0');
   if (!s.empty() && !read_bytes(addr + symbol_body_, s.data(), s.size())) return false;
-  if (symbols_.size() >= kMaxCached) symbols_.clear();
+  make_room(s.size());
+  cached_bytes_ += s.size();
   *out = symbols_.emplace(addr, std::move(s)).first->second;
   return true;
 }
@@ -113,7 +122,8 @@ bool MethodNamer::pool(uint64_t cp, Pool* out) {
     return false;
   p.length = static_cast<uint32_t>(length);
   if (source && !pool_symbol(cp, p.length, source, &p.file)) p.file.clear();
-  if (pools_.size() >= kMaxCached) pools_.clear();
+  make_room(p.klass.size() + p.file.size());
+  cached_bytes_ += p.klass.size() + p.file.size();
   *out = pools_.emplace(cp, std::move(p)).first->second;
   return true;
 }

@@ -56,8 +56,13 @@ class MethodNamer {
 
   // Forget every cached name: what they were read from may be freed (the
   // metadata epoch moved).
-  void forget() { symbols_.clear(); pools_.clear(); }
+  void forget() {
+    symbols_.clear();
+    pools_.clear();
+    cached_bytes_ = 0;
+  }
   uint64_t reads() const { return reads_; }
+  uint64_t cache_drops() const { return cache_drops_; }  // caches dropped whole at their cap
 
  private:
   bool read_bytes(uint64_t addr, void* dst, size_t n) const;
@@ -81,7 +86,11 @@ class MethodNamer {
   // Within one epoch: Symbol* -> text, ConstantPool* -> its class and file.
   std::unordered_map<uint64_t, std::string> symbols_;
   std::unordered_map<uint64_t, Pool> pools_;
+  size_t cached_bytes_ = 0;  // of the names in both
+  // Room for n more bytes of names (else both caches are dropped whole).
+  void make_room(size_t n);
   mutable uint64_t reads_ = 0;
+  uint64_t cache_drops_ = 0;
 };
 
 }  // namespace jvmtrace

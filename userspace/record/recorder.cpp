@@ -14,6 +14,10 @@ namespace jvmtrace {
 
 int Recorder::on_event(void* ctx, void* data, size_t size) {
   auto* self = static_cast<Recorder*>(ctx);
+  if (self->counting_only_) {
+    self->left_unread_++;
+    return 0;
+  }
   if (self->before_first_) {
     self->before_first_();
     self->before_first_ = nullptr;
@@ -23,6 +27,16 @@ int Recorder::on_event(void* ctx, void* data, size_t size) {
     return 0;
   }
   self->add(*static_cast<const jt_event*>(data), size);
+  // The clock every 16 small records (each costs at most a few reads of the
+  // target) and after every large one (a batch or a sample: up to hundreds).
+  if (self->deadline_ns_ && (++self->since_clock_ >= 16 || size > 512)) {
+    self->since_clock_ = 0;
+    if (clock_ns(CLOCK_MONOTONIC) >= self->deadline_ns_) {
+      self->budget_spent_ = true;
+      self->budget_stops_++;
+      return kBudgetSpent;
+    }
+  }
   return 0;
 }
 
@@ -189,6 +203,10 @@ namespace {
 // paths its samples name: beyond them a sample goes without its stack, or
 // out at once without its slow path (both counted).
 constexpr size_t kMaxPendingSamples = 1024;
+// And of every thread's together: 88 bytes a sample, ~6 MiB (without it,
+// kMaxThreads x kMaxPendingSamples: 12 GiB).  A real JVM's samples wait
+// for their slow path's batch, at most 128 slow paths of each thread.
+constexpr size_t kMaxPendingTotal = 1 << 16;
 }  // namespace
 
 void Recorder::add_alloc_sample(const jt_event& k, size_t size) {
@@ -223,7 +241,13 @@ void Recorder::add_alloc_sample(const jt_event& k, size_t size) {
       bool in_file;
       std::string name = symbolizer_->native_frame(at, &in_file);
       if (!in_file) break;
-      if (vm_frames_.size() >= kMaxVmFrameAddresses) vm_frames_.clear();
+      // (a name read of a JVM gone since is not kept: its maps may be another's)
+      if (!target_.alive()) break;
+      if (vm_frames_.size() >= kMaxVmFrameAddresses || vm_frame_bytes_ + name.size() > kMaxVmFrameBytes) {
+        vm_frames_.clear();
+        vm_frame_bytes_ = 0;
+      }
+      vm_frame_bytes_ += name.size();
       c = vm_frames_.emplace(at, VmFrame{std::move(name), kMethodNotKept}).first;
     }
     VmFrame& v = c->second;
@@ -279,9 +303,15 @@ void Recorder::add_alloc_sample(const jt_event& k, size_t size) {
   }
   if (!fresh.empty()) {
     // Still the epoch of the hit: nothing was freed since, so what was read
-    // is those methods' own names.  Else none of them can be trusted.
+    // is those methods' own names.  Else none of them can be trusted.  And
+    // still the target, pinned: else the reads, by PID number, may have been
+    // of another process that has that number now.
     uint64_t now;
-    const bool valid = namer_->read_u64(epoch_addr, &now) && now == epoch;
+    bool valid = namer_->read_u64(epoch_addr, &now) && now == epoch;
+    if (valid && !target_.alive()) {
+      valid = false;
+      sample_counts_.names_dropped += fresh.size();
+    }
     for (Fresh& n : fresh) {
       uint32_t id = unknown_method();
       if (valid) {
@@ -299,6 +329,10 @@ void Recorder::add_alloc_sample(const jt_event& k, size_t size) {
           frames_not_kept_++;
           id = not_kept_method();
         } else {
+          if (method_ids_.size() >= kMaxMethodIds) {
+            method_ids_.clear();
+            sample_counts_.method_cache_drops++;
+          }
           method_ids_[n.method] = id;
         }
       }
@@ -348,25 +382,38 @@ void Recorder::add_alloc_sample(const jt_event& k, size_t size) {
   e.a[2] = k.args[3];
   e.a[3] = k.args[4];
   e.a[4] = stack_plus_one;
+  PendingSample s{e, samples_by_end_ ? end_ns : 0};
+  if (pending_total_ >= kMaxPendingTotal) {  // (every thread's together: written now, without its slow path)
+    write_sample(&s, false);
+    sample_counts_.pending_capped++;
+    return;
+  }
   ThreadSamples& t = samples_[k.tid];
   if (t.pending.size() >= kMaxPendingSamples) {
     write_sample(&t.pending.front(), false);
     t.pending.pop_front();
+    pending_total_--;
   }
-  t.pending.push_back({e, samples_by_end_ ? end_ns : 0});
+  t.pending.push_back(s);
+  pending_total_++;
 }
 
 void Recorder::slow_path_written(uint32_t tid, const jvmtrace_alloc_record& p) {
-  ThreadSamples& t = samples_[tid];
+  auto it = samples_.find(tid);
+  if (it == samples_.end()) return;
+  ThreadSamples& t = it->second;
   while (!t.pending.empty()) {
     PendingSample& s = t.pending.front();
     if (s.end_ns != 0 && s.end_ns > p.end_ns) break;  // an earlier slow path of the thread
     // Its own slow path (combined: the thread's next one), or one after it
     // (its own record never came).
-    write_sample(&s, s.end_ns == 0 || s.end_ns == p.end_ns);
+    const bool own = s.end_ns == p.end_ns;
+    write_sample(&s, s.end_ns == 0 || own);
     t.pending.pop_front();
-    if (s.end_ns == p.end_ns) break;
+    pending_total_--;
+    if (own) break;
   }
+  if (t.pending.empty()) samples_.erase(it);  // (an empty deque still holds a 512-byte block)
 }
 
 void Recorder::write_sample(PendingSample* s, bool matched) {
@@ -384,6 +431,8 @@ void Recorder::flush_samples() {
       t.pending.pop_front();
     }
   }
+  samples_.clear();
+  pending_total_ = 0;
 }
 
 uint32_t Recorder::method_id(const trace::Method& m) {
@@ -476,6 +525,9 @@ void Recorder::add_plab_batch(const jt_event& k, size_t size, bool has_stack) {
     }
     pending_plab_.push_back(e);
   }
+  // A JVM that sends nothing but PLAB batches would grow the waiting events
+  // without bound: written now, in time order among themselves.
+  if (pending_plab_.size() >= kMaxPendingPlab) flush_plab_events();
   malformed_ += count - n;  // cut in the kernel, or unreadable there: lost, counted
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 #include <sys/types.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
@@ -62,7 +63,25 @@ class Recorder {
   Recorder(const PinnedPid& target, trace::TraceWriter* w, const StockTarget* stock)
       : target_(target), pid_(target.pid()), w_(w), stock_(stock) {}
 
+  // libbpf's ring-buffer callback.  Returns kBudgetSpent (negative: libbpf
+  // 1.1's drain stops there, the record itself consumed) once the deadline
+  // of read_until() has passed, so that ring_buffer__poll returns to the
+  // caller's checks whatever the JVM sends (docs/decisions.md 130); after
+  // stop_reading(), only counts the records it is handed.
   static int on_event(void* ctx, void* data, size_t size);
+  static constexpr int kBudgetSpent = -EAGAIN;
+  // Records are handled until deadline_ns (CLOCK_MONOTONIC; 0: no limit).
+  void read_until(uint64_t deadline_ns) {
+    deadline_ns_ = deadline_ns;
+    budget_spent_ = false;
+  }
+  // Whether the last poll stopped at the deadline (its negative result is
+  // then no error); records are left in the ring.
+  bool budget_spent() const { return budget_spent_; }
+  uint64_t budget_stops_ = 0;  // polls cut short by the budget
+  // The recording must end: from now on records are counted, not read.
+  void stop_reading() { counting_only_ = true; }
+  uint64_t left_unread_ = 0;  // records counted after stop_reading (trace::kLostLeftUnread)
 
   // Writes the PLAB events of batches still waiting, in time order.
   void flush_plab_events();
@@ -116,6 +135,9 @@ class Recorder {
     uint64_t name_reads = 0;       // reads of the target's memory to name methods
     uint64_t quiet = 0;            // samples of a stack named whole already: the reader was not woken
     uint64_t stacks_named = 0;     // (epoch, stack)s handed to on_stack_named
+    uint64_t method_cache_drops = 0;  // the Method* -> id cache dropped whole (kMaxMethodIds)
+    uint64_t pending_capped = 0;   // samples written at once, unmatched: kMaxPendingTotal were waiting
+    uint64_t names_dropped = 0;    // names read after the JVM was gone (its PID maybe another's): not kept
     std::string namer_problem;     // why methods could not be named at all (the VM's tables), if so
   } sample_counts_;
   struct ThreadCounts {
@@ -164,6 +186,7 @@ class Recorder {
   void add_plab_batch(const jt_event& k, size_t size, bool has_stack);
 
   std::vector<trace::Event> pending_plab_;  // from batches, not yet written
+  static constexpr size_t kMaxPendingPlab = 1 << 16;  // (a G1 collection hands out thousands)
 
   // The trace's id for the kernel's stack id kid (reading and naming the
   // stack the first time), or -1 when none was captured.
@@ -216,17 +239,22 @@ class Recorder {
     uint32_t id;
   };
   std::unordered_map<uint64_t, VmFrame> vm_frames_;
-  static constexpr size_t kMaxVmFrameAddresses = 1 << 16;
+  size_t vm_frame_bytes_ = 0;  // of their names
+  static constexpr size_t kMaxVmFrameAddresses = 1 << 16, kMaxVmFrameBytes = 8 << 20;
   // A class-table id for a class named by its text (a frame's holder).
   uint64_t klass_id_by_name(const std::string& name);
   std::unordered_map<std::string, uint32_t> class_by_name_;
   // The frames' trace ids: Method* -> method id, valid while the metadata
-  // epoch is the one they were read in (epoch_).
+  // epoch is the one they were read in (epoch_).  A cache: the target chooses
+  // the Method*s (any aligned word of a region can be made a valid one), so
+  // past kMaxMethodIds it is dropped whole, and its methods named again.
   std::unordered_map<uint64_t, uint32_t> method_ids_;
+  static constexpr size_t kMaxMethodIds = 1 << 18;
   uint64_t epoch_ = ~0ull;
   std::map<std::vector<trace::Frame>, uint32_t> java_stacks_;  // interned (capped)
   std::map<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t>, uint32_t> methods_;  // interned by names
-  std::unordered_map<uint32_t, ThreadSamples> samples_;
+  std::unordered_map<uint32_t, ThreadSamples> samples_;  // (a thread with none waiting: erased)
+  size_t pending_total_ = 0;  // samples waiting, of every thread
   MethodNamer* namer_ = nullptr;
   std::function<void(const jt_named_stack&)> stack_named_;
   uint64_t name_delay_ns_ = 0;
@@ -269,6 +297,9 @@ class Recorder {
   size_t stack_frames_ = 0;              // of every stack defined
   uint64_t frame_not_kept_ = kNotKept;  // the string "[frame name not kept]", once needed
   std::function<void()> before_first_;
+  uint64_t deadline_ns_ = 0;
+  uint32_t since_clock_ = 0;  // records since the deadline was last looked at
+  bool budget_spent_ = false, counting_only_ = false;
 };
 
 }  // namespace jvmtrace

@@ -57,13 +57,14 @@ const char* end_reason_name(uint8_t reason) {
 
 const char* lost_kind_name(uint8_t kind) {
   static const char* const names[kLostKindCount] = {"ring_buffer_full", "malformed_kernel_records",
-                                                    "gc_ends_without_start", "name_table_full"};
+                                                    "gc_ends_without_start", "name_table_full", "left_unread"};
   return kind < kLostKindCount ? names[kind] : "unknown_kind";
 }
 
 const char* lost_kind_text(uint8_t kind) {
   static const char* const names[kLostKindCount] = {"ring buffer full", "malformed kernel records",
-                                                    "GC ends without a start", "name tables full"};
+                                                    "GC ends without a start", "name tables full",
+                                                    "records left unread"};
   return kind < kLostKindCount ? names[kind] : "a cause unknown to this jvmtrace";
 }
 

@@ -126,6 +126,8 @@ enum LostKind : uint8_t {
   kLostGcEndUnpaired = 2, // stock mode: a GC end whose start was not seen
   kLostNameTableFull = 3, // its thread, class or GC name would have taken the recorder's
                           // name tables past their cap (a JVM that floods new names)
+  kLostLeftUnread = 4,    // ring-buffer records still unread when the recording had to end
+                          // (a JVM that sends faster than the recorder reads: its budget)
   kLostKindCount,
 };
 // Machine names ("ring_buffer_full", ...) and words for a person.
