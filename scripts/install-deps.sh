@@ -5,16 +5,17 @@
 #   scripts/install-deps.sh            # build + run + test packages
 #   scripts/install-deps.sh --jdk-build  # also what building HotSpot needs
 #   scripts/install-deps.sh --bench      # also the benchmarks' programs (bench/)
-#   scripts/install-deps.sh --first      # only what trace-demo.sh's first look needs:
-#                                        # building the jvmtrace program, bpftrace,
-#                                        # Debian's JDK 17 and Saxon-HE
+#   scripts/install-deps.sh --build      # only what building the jvmtrace program needs
+#   scripts/install-deps.sh --first      # only what trace-demo.sh's first look runs:
+#                                        # bpftrace, Debian's JDK 17 and Saxon-HE
 #   scripts/install-deps.sh --tools      # only what building and running jvmtrace needs
 set -euo pipefail
 
+# Building the jvmtrace program (cmake's configure step asks for all of it).
+build=(build-essential cmake pkg-config help2man dpkg-dev clang llvm libclang-rt-14-dev libbpf-dev libelf-dev zlib1g-dev
+       nlohmann-json3-dev bpftool systemtap-sdt-dev python3)
 # Building and running jvmtrace and its tools.
-tools=(build-essential cmake pkg-config help2man dpkg-dev clang llvm libclang-rt-14-dev libbpf-dev libelf-dev zlib1g-dev nlohmann-json3-dev
-       bpftool bpftrace systemtap-sdt-dev binutils bc
-       openjdk-17-jdk-headless python3)
+tools=("${build[@]}" bpftrace binutils bc openjdk-17-jdk-headless)
 # The tests, besides: the HTML report's rendering, decoding the Perfetto
 # export with its schema, a fresh Debian 12 root for the packages' test, a FUSE
 # file system that stops answering (tests/fixtures/stall_fs.py), a real
@@ -24,10 +25,10 @@ tools=(build-essential cmake pkg-config help2man dpkg-dev clang llvm libclang-rt
 tests=(python3-pytest chromium python3-pil protobuf-compiler python3-protobuf mmdebstrap systemd-container python3-llfuse
        prometheus golang-go)
 runtime=("${tools[@]}" "${tests[@]}")
-# trace-demo.sh's first look: the jvmtrace program (jvmtrace-bt reads the
-# target's libjvm.so through `jvmtrace target`), then bpftrace stock tools on
-# a Debian program on Debian's JDK.
-first=("${tools[@]}" libsaxonhe-java)
+# trace-demo.sh's first look: bpftrace stock tools on a Debian program on
+# Debian's JDK (installed while the jvmtrace program builds: jvmtrace-bt
+# reads the target's libjvm.so through `jvmtrace target`).
+first=(bpftrace binutils openjdk-17-jdk-headless python3 libsaxonhe-java)
 # Real Java programs the tests run (tests/corpus.py; test_corpus_programs.py
 # checks that this list is the corpus's).
 corpus=(libeclipse-jdt-core-java libh2-java liblucene8-java librhino-java libsaxonhe-java)
@@ -42,6 +43,7 @@ want=("${runtime[@]}" "${corpus[@]}")
 case "${1:-}" in
   --jdk-build) want+=("${jdk_build[@]}") ;;
   --bench) want+=("${bench[@]}") ;;
+  --build) want=("${build[@]}") ;;
   --first) want=("${first[@]}") ;;
   --tools) want=("${tools[@]}") ;;
   "") ;;

@@ -105,13 +105,16 @@ saxon_check() { (cd "$repo/tests" && /usr/bin/python3 -c "import sys, corpus; co
 
 if [ $first_look = 1 ]; then
   say "step 1 of 3: a first look, on Debian's own JDK 17 (stock mode: no patch)"
-  # What the first look needs: the compilers and libraries the jvmtrace
-  # program builds with, bpftrace, Debian's JDK 17 and Saxon-HE.  Then the
-  # program itself (jvmtrace-bt reads the JVM's libjvm.so through `jvmtrace
-  # target`), before the background set-up takes the CPUs.
+  # The jvmtrace program first (jvmtrace-bt reads the JVM's libjvm.so
+  # through `jvmtrace target`): the compilers and libraries it builds with,
+  # then its build, while bpftrace, Debian's JDK 17 and Saxon-HE install;
+  # the background set-up only after it, so as not to take its CPUs.
+  "$here/install-deps.sh" --build
+  say "building the jvmtrace program (build/demo-build.log) while bpftrace, Debian's JDK 17 and Saxon-HE install"
+  build_jvmtrace jvmtrace &
+  build_pid=$!
   "$here/install-deps.sh" --first
-  say "building the jvmtrace program (build/demo-build.log)"
-  build_jvmtrace jvmtrace
+  wait $build_pid || exit 1   # (it said why)
   start_setup
   debian_home=/usr/lib/jvm/java-17-openjdk-amd64
   work=$tmp/first
