@@ -11,11 +11,12 @@
 #   scripts/install-deps.sh --tools      # only what building and running jvmtrace needs
 set -euo pipefail
 
-# Building the jvmtrace program (cmake's configure step asks for all of it).
-build=(build-essential cmake pkg-config help2man dpkg-dev clang llvm libclang-rt-14-dev libbpf-dev libelf-dev zlib1g-dev
-       nlohmann-json3-dev bpftool systemtap-sdt-dev python3)
-# Building and running jvmtrace and its tools.
-tools=("${build[@]}" bpftrace binutils bc openjdk-17-jdk-headless)
+# Building the jvmtrace program (cmake's configure step asks for all of it;
+# systemtap-sdt-dev's dtrace is a Python script).
+build=(build-essential cmake pkg-config help2man clang libbpf-dev libelf-dev zlib1g-dev nlohmann-json3-dev bpftool
+       systemtap-sdt-dev python3)
+# Building and running jvmtrace and its tools (the packages, the fuzzer).
+tools=("${build[@]}" dpkg-dev llvm libclang-rt-14-dev bpftrace binutils bc openjdk-17-jdk-headless)
 # The tests, besides: the HTML report's rendering, decoding the Perfetto
 # export with its schema, a fresh Debian 12 root for the packages' test, a FUSE
 # file system that stops answering (tests/fixtures/stall_fs.py), a real
