@@ -23,23 +23,14 @@
 #include <string>
 #include <vector>
 
+#include "check.h"
 #include "hotspot/demangle.h"
 
 using jvmtrace::demangle_name;
 
 namespace {
 
-int failures = 0;
-#define CHECK(cond, ...)                                          \
-  do {                                                            \
-    if (!(cond)) {                                                \
-      if (failures++ < 30) {                                      \
-        std::fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-        std::fprintf(stderr, __VA_ARGS__);                        \
-        std::fputc('\n', stderr);                                 \
-      }                                                           \
-    }                                                             \
-  } while (0)
+using jvmtrace_test::failures;
 
 std::string b36(size_t v) {
   std::string s;

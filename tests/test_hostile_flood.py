@@ -69,6 +69,17 @@ def finish(rec, timeout):
     return rec.communicate(timeout=timeout)[1]
 
 
+def finish_or_fail(rec, what):
+    """finish(rec) within 60 s, else the recorder killed and the test failed
+    with what."""
+    try:
+        return finish(rec, timeout=60)
+    except subprocess.TimeoutExpired:
+        os.kill(recorder_pid(rec), signal.SIGKILL)
+        rec.wait()
+        pytest.fail(what)
+
+
 def end_line(err):
     m = re.search(r"jvmtrace record: (.+?) after ([\d.]+) s: (\d+) events, .*?, (\d+) lost \((.*?)\)", err)
     assert m, err[-3000:]
@@ -97,12 +108,7 @@ def test_a_flooding_jvm_cannot_keep_record_from_stopping(tmp_path):
         rec = start_record(target.pid, out, "-d", 5)
         wait_recording(rec)
         t0 = time.monotonic()
-        try:
-            err = finish(rec, timeout=60)
-        except subprocess.TimeoutExpired:
-            os.kill(recorder_pid(rec), signal.SIGKILL)
-            rec.wait()
-            pytest.fail("record -d 5 still running 60 s into a flood")
+        err = finish_or_fail(rec, "record -d 5 still running 60 s into a flood")
         took = time.monotonic() - t0
         assert rec.returncode == 0, err[-3000:]
         reason, secs, lost, by_cause = end_line(err)
@@ -125,12 +131,7 @@ def test_a_flooding_jvm_cannot_keep_record_from_stopping(tmp_path):
                 break
         t0 = time.monotonic()
         os.kill(recorder_pid(rec), signal.SIGINT)
-        try:
-            err = finish(rec, timeout=60)
-        except subprocess.TimeoutExpired:
-            os.kill(recorder_pid(rec), signal.SIGKILL)
-            rec.wait()
-            pytest.fail("record still running 60 s after SIGINT into a flood")
+        err = finish_or_fail(rec, "record still running 60 s after SIGINT into a flood")
         took = time.monotonic() - t0
         assert "interrupted" in end_line(err)[0], err[-3000:]
         assert took < 5, f"record took {took:.1f} s to end after SIGINT under the flood"

@@ -20,23 +20,14 @@
 
 #include "fixtures/trace_checksums.h"
 #include "trace/reader.h"
+#include "check.h"
 #include "trace/writer.h"
 
 using namespace jvmtrace::trace;
 
 namespace {
 
-int failures = 0;
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      if (failures++ < 20) {                               \
-        std::fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-        std::fprintf(stderr, __VA_ARGS__);                 \
-        std::fputc('\n', stderr);                          \
-      }                                                    \
-    }                                                      \
-  } while (0)
+using jvmtrace_test::failures;
 
 // What the reader should hand back, record by record.
 struct Expected {
