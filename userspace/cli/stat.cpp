@@ -324,10 +324,9 @@ class StatSession {
         n.assign(op->name, strnlen(op->name, op->name_len));
       else
         n = read_process_string(self->o_.pid, op->key, 128);
+      // (at most one notice per entry of safepoint_ops: 256)
       if (!n.empty()) self->op_names_.emplace(op->key, n);
-      return 0;
-    }
-    if (k->kind == JT_KEY_THREAD) {
+    } else if (k->kind == JT_KEY_THREAD) {
       // The name the thread had when it first allocated, read in the kernel
       // by the thread itself; else (a batch's record of another thread) /proc.
       std::string c = k->comm[0] ? std::string(k->comm, strnlen(k->comm, sizeof k->comm))
