@@ -38,14 +38,15 @@ enum jt_probe {
 				   * VM's native frames, then the Java frames */
 	JT_K_THREAD_NAME = 0x44,  /* the firing thread's name (comm, 16 bytes in args[0..1],
 				   * NUL-padded), before its first record */
+	JT_K_SAMPLE_FATES = 0x45, /* sample__fates: 6 arguments, then the records */
 };
 
 /* Arguments of a trace event (the trace format's probes): safepoint__end
  * has 8. */
 #define JT_EVENT_MAX_ARGS 8
 /* Arguments of a kernel record: alloc__slow has 10 besides its tid
- * (alloc__sample's record 11: JT_SAMPLE_ARGS). */
-#define JT_KEVENT_MAX_ARGS 10
+ * (alloc__sample's record 12: JT_SAMPLE_ARGS). */
+#define JT_KEVENT_MAX_ARGS 11
 
 /* args[] holds the probe's arguments in contract order *without* the
  * trailing tid (the kernel's tid is in `tid`; HotSpot passes the same value).
@@ -87,20 +88,30 @@ struct jt_event {
 #define JT_PLAB_BATCH_MAX_BYTES (16 << 10)
 #define JT_PLAB_BATCH_EVENT_SIZE (JT_EVENT_SIZE(3) + JT_PLAB_BATCH_MAX_BYTES)
 
-/* alloc__batch: as plab__batch, with struct jvmtrace_alloc_record records;
- * the VM sends at most 128 a batch. */
+/* alloc__batch: as plab__batch, with struct jvmtrace_alloc_record records,
+ * and two arguments more: args[3] the safepoint that took them (0: their own
+ * thread sent them), args[4] 1 on that safepoint's last batch; the VM sends
+ * at most 128 a batch. */
+#define JT_ALLOC_BATCH_ARGS 5
 #define JT_ALLOC_BATCH_MAX_BYTES (16 << 10)
-#define JT_ALLOC_BATCH_EVENT_SIZE (JT_EVENT_SIZE(3) + JT_ALLOC_BATCH_MAX_BYTES)
+#define JT_ALLOC_BATCH_EVENT_SIZE (JT_EVENT_SIZE(JT_ALLOC_BATCH_ARGS) + JT_ALLOC_BATCH_MAX_BYTES)
+
+/* sample__fates: args[] = records' address, count, record_bytes, gc_id,
+ * level, tracked; then the records (struct jvmtrace_fate_record each), at
+ * most 256. */
+#define JT_FATES_ARGS 6
+#define JT_FATES_BATCH_MAX_BYTES (JVMTRACE_FATE_BATCH_RECORDS * JVMTRACE_FATE_RECORD_BYTES)
 
 /* alloc__sample: args[] = weight_bytes, class_name, class_name_len,
  * alloc_bytes, outcome, depth (Java frames that follow), frame_bytes,
  * end_ns, the metadata epoch read at the hit, native frames (count, and
- * JT_SAMPLE_NAMED), the epoch's address; then
+ * JT_SAMPLE_NAMED), the epoch's address, the sample's id (0: not tracked);
+ * then
  * that many native return addresses (u64, innermost first: the VM's own
  * code from the probe site outwards, cut by user space where it leaves
  * libjvm.so), then depth Java frames of frame_bytes each (struct
  * jvmtrace_frame, leaf first). */
-#define JT_SAMPLE_ARGS 11
+#define JT_SAMPLE_ARGS 12
 #define JT_SAMPLE_NATIVE_MAX 32
 /* args[9]'s bit 32: the kernel found this sample's Java frames among the
  * stacks user space has named whole in this epoch (jt_named_stack), so it

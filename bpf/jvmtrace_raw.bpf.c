@@ -182,3 +182,26 @@ SEC("usdt") int alloc__batch(struct pt_regs *ctx)
 {
 	return raw_batch(ctx, JT_K_ALLOC_BATCH, sizeof(struct jvmtrace_alloc_record), raw_alloc_record);
 }
+
+static long raw_fate_record(__u32 i, void *ctx)
+{
+	struct batch_walk *w = ctx;
+	struct jvmtrace_fate_record r;
+	struct jt_raw_event *e;
+
+	if (bpf_probe_read_user(&r, sizeof(r), (void *)(w->records + (__u64)i * w->step)))
+		return 1;
+	if (!(e = record_event(JT_RAW_FATE_RECORD, w->tid)))
+		return 0;
+	e->args[0] = r.sample_id;
+	e->args[1] = r.gc_id;
+	e->args[2] = r.kind;
+	e->args[3] = r.flags;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("usdt") int sample__fates(struct pt_regs *ctx)
+{
+	return raw_batch(ctx, JT_K_SAMPLE_FATES, sizeof(struct jvmtrace_fate_record), raw_fate_record);
+}

@@ -15,6 +15,8 @@
 /* One record of an alloc__batch, likewise: args = the record's fields in
  * order (start_ns ... outcome), str[0] its class name. */
 #define JT_RAW_ALLOC_RECORD 0x81
+/* One sample__fates record: sample_id, gc_id, kind, flags. */
+#define JT_RAW_FATE_RECORD 0x82
 #define JT_RAW_STR_MAX 64 /* bytes kept of a string argument, NUL included */
 
 struct jt_raw_event {

@@ -72,14 +72,16 @@ struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u8[JT_EVENT_SIZE(3) + BATCH_MAX_BYTES]);
+	__type(value, __u8[JT_EVENT_SIZE(JT_FATES_ARGS) + BATCH_MAX_BYTES]);
 } batch_scratch SEC(".maps");
 
-/* plab__batch / alloc__batch(records, count, record_bytes, tid): one ring
- * buffer record holds them all; user space expands it into the events of
- * the probes the records stand for (plab__alloc, plab__retire and
- * promote__direct; alloc__slow). */
-static __always_inline int emit_batch(struct pt_regs *ctx, __u16 kind, __u64 max_bytes)
+/* plab__batch / alloc__batch / sample__fates(records, count, record_bytes,
+ * ...): one ring buffer record holds them all; user space expands it into
+ * the events of the probes the records stand for (plab__alloc, plab__retire
+ * and promote__direct; alloc__slow; the samples' fates).  nextra arguments
+ * from the probe's argument first_extra on follow the first three. */
+static __always_inline int emit_batch(struct pt_regs *ctx, __u16 kind, __u64 max_bytes, int nextra,
+				      int first_extra)
 {
 	static const __u32 zero = 0;
 	__u8 *buf = bpf_map_lookup_elem(&batch_scratch, &zero);
@@ -101,13 +103,21 @@ static __always_inline int emit_batch(struct pt_regs *ctx, __u16 kind, __u64 max
 	e->ts_ns = bpf_ktime_get_ns();
 	e->tid = (__u32)bpf_get_current_pid_tgid();
 	e->probe = kind;
-	e->nargs = 3;
+	e->nargs = 3 + nextra;
 	e->args[0] = records;
 	e->args[1] = (__u32)count;
 	e->args[2] = (__u32)record_bytes;
-	if (len && bpf_probe_read_user(buf + JT_EVENT_SIZE(3), len, (void *)records))
+	for (int i = 0; i < 3; i++) {
+		long v = 0;
+
+		if (i >= nextra)
+			break;
+		bpf_usdt_arg(ctx, first_extra + i, &v);
+		e->args[3 + i] = v;
+	}
+	if (len && bpf_probe_read_user(buf + JT_EVENT_SIZE(3 + nextra), len, (void *)records))
 		len = 0; /* unreadable: user space counts the records as dropped */
-	if (bpf_ringbuf_output(&events, buf, JT_EVENT_SIZE(3) + len,
+	if (bpf_ringbuf_output(&events, buf, JT_EVENT_SIZE(3 + nextra) + len,
 			       bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?
 				       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
 		__sync_fetch_and_add(&dropped, (__u32)count);
@@ -129,8 +139,11 @@ SEC("usdt") int gc__pause__end(struct pt_regs *ctx) { return emit_pause(ctx, JT_
 /* One hit per event: record attaches these instead of the probes above when
  * the JVM has them. */
 SEC("usdt") int alloc__slow(struct pt_regs *ctx) { return emit(ctx, JT_K_ALLOC_SLOW, 10, 1, -1, true); }
-SEC("usdt") int plab__batch(struct pt_regs *ctx) { return emit_batch(ctx, JT_K_PLAB_BATCH, JT_PLAB_BATCH_MAX_BYTES); }
-SEC("usdt") int alloc__batch(struct pt_regs *ctx) { return emit_batch(ctx, JT_K_ALLOC_BATCH, JT_ALLOC_BATCH_MAX_BYTES); }
+SEC("usdt") int plab__batch(struct pt_regs *ctx) { return emit_batch(ctx, JT_K_PLAB_BATCH, JT_PLAB_BATCH_MAX_BYTES, 0, 0); }
+/* (safepoint_id, last: arguments 4 and 5, after the tid) */
+SEC("usdt") int alloc__batch(struct pt_regs *ctx) { return emit_batch(ctx, JT_K_ALLOC_BATCH, JT_ALLOC_BATCH_MAX_BYTES, 2, 4); }
+/* (gc_id, level, tracked: arguments 3 to 5) */
+SEC("usdt") int sample__fates(struct pt_regs *ctx) { return emit_batch(ctx, JT_K_SAMPLE_FATES, JT_FATES_BATCH_MAX_BYTES, 3, 3); }
 
 /* safepoint__begin/end: every argument; the operation's name is static
  * text, read once by user space like a GC's name. */
@@ -226,6 +239,9 @@ SEC("usdt") int alloc__sample(struct pt_regs *ctx)
 		epoch = ~0ull; /* unreadable: no name can be trusted */
 	e->args[8] = epoch;
 	e->args[10] = epoch_addr;
+	v = 0;
+	bpf_usdt_arg(ctx, 11, &v);
+	e->args[11] = v; /* sample_id */
 	__u64 *ips = (__u64 *)(buf + JT_EVENT_SIZE(JT_SAMPLE_ARGS));
 	if (jvm_hi)
 		native = vm_frames(ctx, ips);

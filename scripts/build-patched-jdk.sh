@@ -540,6 +540,12 @@ switch_tree_to() {
     done < "$applied_shared"
     install -m 0644 "$abi" "$tree/src/hotspot/share/utilities/jvmtraceAbi.h"
     echo utilities/jvmtraceAbi.h >> "$applied_shared"
+    # The line the shared code is built for: it picks headers and hooks by
+    # this, not by guessing from which headers exist.
+    printf '%s\n' "/* Written by jvmtrace's scripts/build-patched-jdk.sh. */" \
+      "#ifndef SHARE_UTILITIES_JVMTRACERELEASE_HPP" "#define SHARE_UTILITIES_JVMTRACERELEASE_HPP" \
+      "#define JVMTRACE_JDK $jdk" "#endif" > "$tree/src/hotspot/share/utilities/jvmtraceRelease.hpp"
+    echo utilities/jvmtraceRelease.hpp >> "$applied_shared"
     cp "$contract" "$tree/src/hotspot/os/posix/dtrace/jvmtrace.d"
     cp "$patch_file" "$applied_patch"
     echo "$want" > "$applied"
@@ -632,10 +638,13 @@ for v in "${variants[@]}"; do
   [ "$v" = stock ] || build_libjvm "$v"
   assemble "$v"
   log "JDK $jdk $v: done in $(( $(date +%s) - start ))s"
-  # Older images of this variant are stale: keep the disk bounded.
-  for old in "$cache/jdk$tag-$v"-*; do
-    [ "$old" = "$(out_of "$v")" ] || rm -rf "$old"
-  done
+  # Older images of this variant are stale: keep the disk bounded (unless
+  # JVMTRACE_KEEP_IMAGES=1: a branch's images beside the main line's).
+  if [ "${JVMTRACE_KEEP_IMAGES:-0}" != 1 ]; then
+    for old in "$cache/jdk$tag-$v"-*; do
+      [ "$old" = "$(out_of "$v")" ] || rm -rf "$old"
+    done
+  fi
 done
 for v in "${variants[@]}"; do echo "$v=$(home_of "$v")"; done
 if [ "$make_deb" = 1 ]; then build_deb; fi

@@ -231,6 +231,10 @@ def check_notes(notes, where):
         got = [note_arg_size(a) for a in p.args]
         assert got == want, f"{where}: {p.name} at {p.location:#x} args {p.args}, contract sizes {want}"
         assert p.semaphore != 0, f"{where}: {p.name} at {p.location:#x} has no semaphore"
+        # A global as an operand is "sym(%rip)", which libbpf cannot read
+        # ("unrecognized arg spec"): the probe would not attach at all.
+        rip = [a for a in p.args if "(%rip)" in a]
+        assert not rip, f"{where}: {p.name} at {p.location:#x} has RIP-relative arguments {rip}"
     return ours
 
 

@@ -83,22 +83,29 @@ provider jvmtrace {
 	 * Records are kept only while this probe is attached.  A thread's
 	 * records are flushed by the thread itself when it holds 128, after a
 	 * failed allocation (outcome 0), when its oldest is 100 ms old at its
-	 * next slow path, and as it exits; every
-	 * thread's at every safepoint, by the VM thread (several threads'
-	 * records in one batch), before the safepoint's operation runs: a
-	 * slow path's record arrives before the gc__start and gc__pause__start
-	 * of any collection after it.  tid is the flushing thread. */
+	 * next slow path, and as it exits (safepoint_id 0, last 0).  At every
+	 * safepoint the VM thread takes every thread's buffer (a swap: nothing
+	 * per thread while the world is stopped) and, once the safepoint has
+	 * ended, fires what they held, several threads' records in one batch,
+	 * in end_ns order: safepoint_id is that safepoint's, and its last batch
+	 * (possibly empty, fired after every safepoint while this probe is
+	 * attached) has last 1.  So a tracer that holds what follows a
+	 * safepoint__begin until that safepoint's last batch can put every
+	 * record before the gc__start and gc__pause__start of any collection
+	 * after it.  Only a safepoint that ends the VM fires its records while
+	 * the world is stopped.  tid is the flushing thread. */
 	probe alloc__batch(uint64_t records, uint32_t count,
-	    uint32_t record_bytes, int32_t tid);
+	    uint32_t record_bytes, int32_t tid, uint64_t safepoint_id,
+	    uint32_t last);
 
 	/* Every alloc__batch record made before flushed_ns has been reported.
-	 * Fires on the VM thread at each safepoint while it is attached, after
-	 * that safepoint's alloc__batch hits.  Attaching it also asks the VM
-	 * for a safepoint once an interval has passed without one (17, 21: a
-	 * "Cleanup" safepoint after GuaranteedSafepointInterval, 1 s by
-	 * default; 25: a "ForceSafepoint" after at most 1 s): a tracer
-	 * attaches it just before it detaches, waits for one hit after its own
-	 * end, and so has every record up to its end. */
+	 * Fires on the VM thread after each safepoint's last alloc__batch while
+	 * it is attached.  Attaching it also asks the VM for a safepoint: a
+	 * periodic task notices it within 200 ms and the ServiceThread runs a
+	 * "ForceSafepoint" (on every line, whatever ServiceThreadCleanupInterval
+	 * and GuaranteedSafepointInterval are): a tracer attaches it just before
+	 * it detaches, waits for one hit after its own end, and so has every
+	 * record up to its end. */
 	probe alloc__drain(uint64_t flushed_ns);
 
 	/* Collections ----------------------------------------------------- */
@@ -139,7 +146,10 @@ provider jvmtrace {
 	 *     uint32_t gc_id;
 	 *     int32_t  tid;          the thread that handed out/retired/copied
 	 *     uint8_t  kind;         0 plab__alloc, 1 plab__retire,
-	 *                            2 promote__direct
+	 *                            2 promote__direct, 3 undo: a direct
+	 *                            copy that lost the race to forward its
+	 *                            object, filled (address, bytes as its
+	 *                            promote__direct's)
 	 *     uint8_t  dest;         0 young/survivor, 1 old
 	 *     uint8_t  pad[6];       48 bytes in all
 	 * A thread's batch is flushed when it holds 256 records, and every
@@ -225,31 +235,35 @@ provider jvmtrace {
 
 	/* An allocation slow path of this thread, sampled by bytes: the Java
 	 * stack the VM itself walked (vframes: interpreted, C1, C2 and inlined
-	 * frames with their lines), for a tracer that wants allocation sites.
-	 * Fires on the allocating thread at the end of its slow path, before
-	 * that slow path's alloc__slow/alloc__batch record is reported.  Each
-	 * thread counts down a random interval (exponential, of a mean that
-	 * starts at 64 KiB) in the bytes its slow paths hand out (a new TLAB's
-	 * size, an object's outside TLABs), counted only while this probe is
-	 * attached; the slow path where it runs out fires.  So a slow path of B
-	 * bytes is sampled with probability 1 - e^(-B/mean), independently of
-	 * the others.  The VM holds the rate near 500 a second by the mean,
-	 * scaled by the rate it measures over windows that end at 500 samples
-	 * or a second, whichever comes first: a rate over 1,000 a second or
-	 * under 125 moves it back to 500 (never under 64 KiB); no slow path
-	 * that ran out is left unsampled.
+	 * frames with their bytecode index), for a tracer that wants allocation
+	 * sites.  Fires on the allocating thread at the end of its slow path,
+	 * before that slow path's alloc__slow/alloc__batch record is reported.
+	 * Each thread counts down a random interval (exponential, of a mean the
+	 * VM sets) in the bytes its slow paths hand out (a new TLAB's size, an
+	 * object's outside TLABs), counted only while this probe is attached;
+	 * the slow path where it runs out is a candidate.  The VM aims at
+	 * JvmtraceSampleRate samples a second (a manageable flag, default 250;
+	 * 0: every slow path, each of weight its bytes): it sets the mean from
+	 * the byte rate it estimates over windows of 100 ms, and a token bucket
+	 * (1.8 x the rate a second, 0.2 x the rate deep) keeps any second under
+	 * twice the rate: a candidate that finds the bucket empty is kept with
+	 * probability 2^-k (k: candidates in a row that found it empty) and
+	 * weighs 2^k times as much, so no slow path is left out for certain
+	 * and the weights stay unbiased.
 	 * method: the leaf-most Java frame, "package.Class.method",
 	 *   NUL-terminated; valid only while the probe fires.
 	 * weight_bytes: the bytes this sample stands for, B / (1 - e^(-B/mean))
-	 *   (B for a slow path far over the mean, about the mean for a small
-	 *   one): summed by method, an unbiased estimate of each method's bytes.
+	 *   / q (B for a slow path far over the mean, about the mean for a small
+	 *   one; q the bucket's coin): summed by method, an unbiased estimate of
+	 *   each method's bytes.
 	 * class_name, class_name_len, alloc_bytes, outcome: as alloc__slow.
 	 * frames, depth, frame_bytes: depth frames of frame_bytes bytes at
 	 *   frames, leaf first, valid only while the probe fires; a frame
 	 *   (fields are only ever appended; a reader steps by frame_bytes):
 	 *     uint64_t method;  the Method* (name it through gHotSpotVMStructs)
 	 *     int32_t  bci;     0 for a native method; may be -1 (method entry)
-	 *     uint16_t line;    0 when unknown
+	 *     uint16_t line;    always 0: a tracer maps bci to a line through the
+	 *                       method's line table, as it reads its name
 	 *     uint8_t  kind;    0 interpreted, 1 C1, 2 C2/JIT, 3 inlined into
 	 *                       the frame after it, 4 native method
 	 *     uint8_t  flags;   0x01 a hidden class's, 0x02 a hidden method,
@@ -260,9 +274,43 @@ provider jvmtrace {
 	 * epoch_addr: the address of a uint64_t the VM increments before it
 	 *   frees any class metadata (class unloading, the methods a class
 	 *   redefinition made obsolete): a Method* named while it still holds
-	 *   the value it had when the probe fired names that method. */
+	 *   the value it had when the probe fired names that method.
+	 * sample_id: not 0 when the VM tracks this sample's object for
+	 *   sample__fates (only while that probe is attached): unique for the
+	 *   JVM's life; the allocating thread is the firing thread (tid). */
 	probe alloc__sample(const char *method, uint64_t weight_bytes,
 	    const char *class_name, uint32_t class_name_len, uint64_t alloc_bytes,
 	    uint32_t outcome, uint64_t frames, uint32_t depth, uint32_t frame_bytes,
-	    uint64_t end_ns, uint64_t epoch_addr, int32_t tid);
+	    uint64_t end_ns, uint64_t epoch_addr, uint64_t sample_id);
+
+	/* What became of tracked samples' objects since the last batch.  While
+	 * this probe is attached the VM keeps the object of each alloc__sample it
+	 * admits (sample_id not 0) by a weak handle in its own weak OopStorage,
+	 * "jvmtrace Samples Weak", which every collector's weak processing
+	 * clears when the object dies; nothing keeps it alive.  Fired by the
+	 * ServiceThread, never inside a pause: after the weak processing of a
+	 * collection that cleared handles, after the table was thinned, and
+	 * when tracking could not be set up.  The table holds at most
+	 * JvmtraceLiveSamples entries (a manageable flag, default 65,536); as it
+	 * fills, it is thinned: each entry is kept with probability 1/2 and the
+	 * level rises by one, and new samples are admitted with probability
+	 * 2^-level; so every tracked sample still alive stands for its
+	 * weight_bytes x 2^level.
+	 * records, count, record_bytes: count records of record_bytes bytes
+	 *   (fields are only ever appended; a reader steps by record_bytes),
+	 *   valid only while the probe fires; at most 256:
+	 *     uint64_t sample_id;
+	 *     uint32_t gc_id;   DIED, PROMOTED: the collection that saw it
+	 *     uint8_t  kind;    0 died, 1 thinned, 2 untracked, 3 promoted to
+	 *                       the old generation (Serial, Parallel, G1),
+	 *                       4 lost (sample_id: how many records of ids
+	 *                       now unknown the VM could not queue)
+	 *     uint8_t  flags;   0x01 ambiguous: several collections reported
+	 *                       deaths since the last batch, this one the last
+	 *     uint8_t  pad[2];  16 bytes in all
+	 * gc_id: the collection whose weak processing last reported deaths.
+	 * level: the table's thinning level after this batch.
+	 * tracked: entries in the table after this batch. */
+	probe sample__fates(uint64_t records, uint32_t count, uint32_t record_bytes,
+	    uint32_t gc_id, uint32_t level, uint32_t tracked);
 };

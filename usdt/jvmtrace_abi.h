@@ -50,7 +50,8 @@ static inline int jvmtrace_slow_after_gc(unsigned long long o)
 	X(tlab__refill) X(alloc__slow__enter) X(alloc__slow__exit) X(alloc__slow) \
 	X(alloc__batch) X(alloc__drain) X(gc__start) X(gc__end) X(plab__alloc) \
 	X(plab__retire) X(promote__direct) X(plab__batch) X(gc__pause__start) \
-	X(gc__pause__end) X(safepoint__begin) X(safepoint__end) X(alloc__sample)
+	X(gc__pause__end) X(safepoint__begin) X(safepoint__end) X(alloc__sample) \
+	X(sample__fates)
 
 /* gc__start/gc__end's kind. */
 enum jvmtrace_gc_kind {
@@ -99,6 +100,10 @@ enum jvmtrace_plab_record_kind {
 	JVMTRACE_PLAB_REC_ALLOC = 0,  /* plab__alloc */
 	JVMTRACE_PLAB_REC_RETIRE = 1, /* plab__retire */
 	JVMTRACE_PLAB_REC_DIRECT = 2, /* promote__direct */
+	/* A copy outside any PLAB (a promote__direct's) that lost the race to
+	 * forward its object: the VM filled it (address, bytes as the direct
+	 * record's), so that record's bytes hold no object. */
+	JVMTRACE_PLAB_REC_UNDO = 3,
 	JVMTRACE_PLAB_REC_KIND_COUNT
 };
 
@@ -160,6 +165,32 @@ struct jvmtrace_frame {
 /* Frames an alloc__sample carries at most (the leaf-most ones). */
 #define JVMTRACE_SAMPLE_MAX_FRAMES 128
 
+/* sample__fates: what became of the objects of tracked samples (an
+ * alloc__sample whose sample_id is not 0), one record each. */
+enum jvmtrace_fate_kind {
+	JVMTRACE_FATE_DIED = 0,      /* its weak handle was cleared: dead at collection gc_id */
+	JVMTRACE_FATE_THINNED = 1,   /* no longer tracked: dropped by a thinning of the table */
+	JVMTRACE_FATE_UNTRACKED = 2, /* never tracked: no handle or no room could be had */
+	JVMTRACE_FATE_PROMOTED = 3,  /* first seen in the old generation (Serial, Parallel, G1) */
+	/* Not a sample's: sample_id holds how many fate records the VM could
+	 * not queue (each a THINNED or UNTRACKED record, of ids now unknown). */
+	JVMTRACE_FATE_LOST = 4,
+	JVMTRACE_FATE_KIND_COUNT
+};
+/* A fate record's flags. */
+#define JVMTRACE_FATE_AMBIGUOUS 0x01 /* several collections reported deaths since the last scan:
+                                        DIED at one of them, after the previous batch's gc_id */
+struct jvmtrace_fate_record {
+	__u64 sample_id;
+	__u32 gc_id;  /* DIED, PROMOTED: the collection whose weak processing saw it */
+	__u8 kind;    /* enum jvmtrace_fate_kind */
+	__u8 flags;   /* JVMTRACE_FATE_* */
+	__u8 pad[2];
+};
+#define JVMTRACE_FATE_RECORD_BYTES 16
+/* Fate records a sample__fates hit carries at most. */
+#define JVMTRACE_FATE_BATCH_RECORDS 256
+
 /* The layouts, checked wherever this file is compiled; the structs of
  * bpf/'s headers that cross the kernel/user boundary use the same checks. */
 #ifdef __cplusplus
@@ -185,5 +216,9 @@ JVMTRACE_ABI_ASSERT(JVMTRACE_ABI_OFFSET(jvmtrace_frame, bci) == 8, "frame: bci")
 JVMTRACE_ABI_ASSERT(JVMTRACE_ABI_OFFSET(jvmtrace_frame, line) == 12, "frame: line");
 JVMTRACE_ABI_ASSERT(JVMTRACE_ABI_OFFSET(jvmtrace_frame, kind) == 14, "frame: kind");
 JVMTRACE_ABI_ASSERT(JVMTRACE_ABI_OFFSET(jvmtrace_frame, flags) == 15, "frame: flags");
+JVMTRACE_ABI_ASSERT(sizeof(struct jvmtrace_fate_record) == JVMTRACE_FATE_RECORD_BYTES, "sample__fates record size");
+JVMTRACE_ABI_ASSERT(JVMTRACE_ABI_OFFSET(jvmtrace_fate_record, gc_id) == 8, "fate record: gc_id");
+JVMTRACE_ABI_ASSERT(JVMTRACE_ABI_OFFSET(jvmtrace_fate_record, kind) == 12, "fate record: kind");
+JVMTRACE_ABI_ASSERT(JVMTRACE_ABI_OFFSET(jvmtrace_fate_record, flags) == 13, "fate record: flags");
 
 #endif /* JVMTRACE_ABI_H */

@@ -31,7 +31,8 @@ void set_libbpf_verbose(bool verbose) {
 bool is_optional_probe(const std::string& probe) {
   return probe == "gc__pause__start" || probe == "gc__pause__end" || probe == "alloc__slow" ||
          probe == "plab__batch" || probe == "alloc__batch" || probe == "alloc__drain" ||
-         probe == "safepoint__begin" || probe == "safepoint__end" || probe == "alloc__sample";
+         probe == "safepoint__begin" || probe == "safepoint__end" || probe == "alloc__sample" ||
+         probe == "sample__fates";
 }
 
 namespace {

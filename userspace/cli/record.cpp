@@ -23,6 +23,7 @@
 #include "base/clock.h"
 #include "base/strings.h"
 #include "cli/common.h"
+#include "hotspot/jvm_attach.h"
 #include "hotspot/method_names.h"
 #include "hotspot/stack_symbolizer.h"
 #include "jvmtrace_events.h"
@@ -57,6 +58,9 @@ struct Options {
   double perfmap_seconds = 2;
   double launch_timeout = 30;  // -- COMMAND: how long to wait for its JVM
   bool launch_timeout_set = false;
+  bool live = false;       // --live: sample__fates too
+  long sample_rate = -1;   // --sample-rate N: JvmtraceSampleRate while attached; -1: the JVM's own
+  long live_samples = 0;   // --live-samples N: JvmtraceLiveSamples; 0: the JVM's own
 };
 
 void usage(FILE* out) {
@@ -66,6 +70,7 @@ void usage(FILE* out) {
                "OPTIONS: [-d SEC] [--mode auto|usdt|stock] [--buffer-mb N] [--segment-mb N]\n"
                "         [--segment-seconds S] [--keep N] [--block-kb N] [--stacks [--stacks-from vm|user] [--perfmap-seconds S]]\n"
                "         [-q|--progress] [--probe-set auto|combined|separate] [--launch-timeout S] [-v]\n"
+               "         [--live [--live-samples N]] [--sample-rate N]\n"
                "Records every jvmtrace probe hit of a JVM (TLAB refills, slow-path\n"
                "allocations, GCs, PLABs, direct promotions) into a compact trace file, until\n"
                "Ctrl-C, -d, or the JVM's exit.  Events the kernel could not queue are counted,\n"
@@ -111,6 +116,15 @@ void usage(FILE* out) {
                "                        (stock JVMs): the user stack of each TLAB refill and slow-path entry,\n"
                "                        whose Java frames need -XX:+PreserveFramePointer and are named from\n"
                "                        the JVM's perf map (the recorder has its jcmd write it)\n"
+               "      --sample-rate N   --stacks on a patched JVM: the samples a second the VM aims at (default\n"
+               "                        the JVM's JvmtraceSampleRate, 250), never more than 2N in any second;\n"
+               "                        0: every slow path.  Set through the attach mechanism for the\n"
+               "                        recording (and put back after), or on the command line with -- COMMAND\n"
+               "      --live            --stacks, and what becomes of the sampled objects: the VM keeps each\n"
+               "                        sampled object by a weak handle and reports when it dies or is\n"
+               "                        promoted (sample__fates), for 'report --live': the live heap by site\n"
+               "      --live-samples N  --live: objects the VM tracks at most (JvmtraceLiveSamples, default\n"
+               "                        65,536; 64 to 1,048,576); when full, it keeps half at random\n"
                "      --stacks-from vm|user  --stacks from the VM's walk (the default where the JVM has\n"
                "                        alloc__sample) or from the kernel's user stack walk (every refill\n"
                "                        and slow path, native frames below the JVM; needs frame pointers)\n"
@@ -130,6 +144,52 @@ void usage(FILE* out) {
                "  jvmtrace record -p 4242 -o app.jvmtrace --mode stock   # an unpatched JVM\n"
                "  jvmtrace record -p 4242 -o app.jvmtrace --stacks && jvmtrace flame app.jvmtrace -o app.svg\n"
                "  jvmtrace report app.jvmtrace\n");
+}
+
+// A manageable flag of the patched VM set for the recording (--sample-rate,
+// --live-samples on a -p JVM) through the attach mechanism, and the value it
+// had put back after (a JVM launched by -- COMMAND gets it on its command
+// line instead).
+struct VmFlag {
+  const char* name;
+  long value;           // what the recording wants
+  long default_value;   // the VM's default: what VM.flags leaves out
+  long old = -1;        // what it was; -1: not set by us
+};
+
+// The value of -XX:NAME=V in VM.flags' output (only flags not at their
+// default are listed), or def.
+long listed_flag(const std::string& flags, const char* name, long def) {
+  const std::string key = std::string("-XX:") + name + "=";
+  const size_t at = flags.find(key);
+  if (at == std::string::npos) return def;
+  char* end = nullptr;
+  const long v = std::strtol(flags.c_str() + at + key.size(), &end, 10);
+  return end && end != flags.c_str() + at + key.size() ? v : def;
+}
+
+// True when set; else *why says why (the JVM keeps its own value).
+bool set_vm_flag(pid_t pid, VmFlag* f, std::string* why) {
+  std::string msg;
+  if (jcmd(pid, "VM.flags", 10, &msg) != AttachStatus::kOk) {
+    *why = msg;
+    return false;
+  }
+  const long old = listed_flag(msg, f->name, f->default_value);
+  const AttachStatus st = jcmd(pid, std::string("VM.set_flag ") + f->name + " " + std::to_string(f->value), 10, &msg);
+  if (st != AttachStatus::kOk) {
+    *why = msg;
+    return false;
+  }
+  f->old = old;
+  return true;
+}
+
+void restore_vm_flag(pid_t pid, const PinnedPid& target, const VmFlag& f) {
+  if (f.old < 0 || f.old == f.value || !target.alive()) return;
+  std::string msg;
+  if (jcmd(pid, std::string("VM.set_flag ") + f.name + " " + std::to_string(f.old), 10, &msg) != AttachStatus::kOk)
+    std::fprintf(stderr, "jvmtrace record: could not put %s back to %ld: %s\n", f.name, f.old, printable(msg).c_str());
 }
 
 // --buffer-mb's largest value: the ring buffer's size (bytes) is a map's u32
@@ -288,6 +348,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
       usdt_skel->rodata->capture_stacks = bpf_stacks;
       if (bpf_stacks) bpf_map__set_max_entries(usdt_skel->maps.stacks, kStackMapEntries);
       bpf_program__set_autoload(usdt_skel->progs.alloc__sample, bpf.vm_stacks());
+      bpf_program__set_autoload(usdt_skel->progs.sample__fates, bpf.vm_stacks() && o.live);
       loaded = jvmtrace_record__load(usdt_skel.get());
       obj = usdt_skel->obj;
       events = usdt_skel->maps.events;
@@ -302,6 +363,9 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
   }
 
   Recorder recorder(bpf.target().proc, &writer, stock ? &bpf.stock_target() : nullptr);
+  // A VM that hands a safepoint's slow paths over after it: the trace keeps
+  // them before that safepoint's pauses.
+  recorder.hold_safepoints(!stock && bpf.probe_set() == ProbeSet::kBatched && bpf.has_safepoint_probes());
   // --stacks: the perf map first (the attach operation takes ~0.1-0.5 s),
   // so that the first stacks already have their Java frames' names.  A
   // refresh that fails says why itself (stack_symbolizer.cpp).
@@ -361,10 +425,35 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
   auto write_meta = [&] { meta.write_once(writer); };
   recorder.before_first_record(write_meta);
 
+  // --sample-rate, --live-samples: set before the probes go in; a launched
+  // JVM cannot be attached to while it is held, so its are set as soon as it
+  // answers (until then, for its first moments, it samples at its own rate).
+  std::vector<VmFlag> flags;
+  if (!stock && bpf.vm_stacks()) {
+    if (o.sample_rate >= 0) flags.push_back({"JvmtraceSampleRate", o.sample_rate, 250});
+    if (o.live_samples > 0) flags.push_back({"JvmtraceLiveSamples", o.live_samples, 65536});
+  }
+  const auto set_flags = [&](bool last_try) {
+    bool all = true;
+    for (VmFlag& f : flags) {
+      if (f.old >= 0) continue;
+      std::string why;
+      if (set_vm_flag(o.pid, &f, &why)) continue;
+      all = false;
+      if (last_try)
+        std::fprintf(stderr, "jvmtrace record: could not set %s=%ld through the attach mechanism (%s): the JVM "
+                     "keeps its own\n", f.name, f.value, printable(why).c_str());
+    }
+    return all;
+  };
+  bool flags_pending = !flags.empty() && (launch ? true : !set_flags(true));
+  if (!launch) flags_pending = false;
+  uint64_t flags_deadline_ns = clock_ns(CLOCK_MONOTONIC) + 30'000'000'000ull, flags_next_ns = 0;
   // Batched records count from here (those left in the VM from an earlier
   // tracer ended before).
   recorder.set_window(clock_ns(CLOCK_MONOTONIC), 0);
   if (!bpf.attach()) {
+    for (const VmFlag& f : flags) restore_vm_flag(o.pid, bpf.target().proc, f);
     writer.discard();
     return 1;
   }
@@ -472,6 +561,11 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
       next_progress = now + std::chrono::milliseconds(500);
     }
     if (launch) launch->tick();  // JVMs the program starts later are held too: let them go
+    if (flags_pending && clock_ns(CLOCK_MONOTONIC) >= flags_next_ns) {  // a launched JVM: once it answers
+      const bool last_try = clock_ns(CLOCK_MONOTONIC) >= flags_deadline_ns;
+      flags_pending = !set_flags(last_try) && !last_try;
+      flags_next_ns = clock_ns(CLOCK_MONOTONIC) + 200'000'000;
+    }
     if (stop_requested()) { reason = trace::kEndUser; break; }
     if (o.duration > 0 && secs >= o.duration) { reason = trace::kEndDuration; break; }
     if (!bpf.target().proc.alive()) { reason = trace::kEndTargetExit; break; }  // (the pidfd, not the number)
@@ -497,6 +591,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
   const uint64_t end_t1 = clock_ns(CLOCK_MONOTONIC);
   __atomic_store_n(stopped, 1u, __ATOMIC_SEQ_CST);
   bpf.detach();
+  for (const VmFlag& f : flags) restore_vm_flag(o.pid, bpf.target().proc, f);
   const uint64_t end_t2 = clock_ns(CLOCK_MONOTONIC);
   recorder.read_until(end_t2 + kEndReadBudgetNs);
   ring_buffer__consume(rb.get());
@@ -505,6 +600,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
     ring_buffer__consume(rb.get());  // (counting only: memory speed)
   }
   recorder.flush_plab_events();
+  recorder.release_held();
   recorder.flush_samples();
   note_drops();
   writer.lost(clock_ns(CLOCK_MONOTONIC), recorder.left_unread_, trace::kLostLeftUnread);
@@ -551,6 +647,8 @@ int record_command(int argc, char** argv) {
       {"stacks", no_argument, nullptr, 's'},          {"perfmap-seconds", required_argument, nullptr, 'F'},
       {"stacks-from", required_argument, nullptr, 'U'},
       {"launch-timeout", required_argument, nullptr, 'L'},
+      {"live", no_argument, nullptr, 'l'},            {"live-samples", required_argument, nullptr, 'N'},
+      {"sample-rate", required_argument, nullptr, 'r'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   int c;
@@ -634,6 +732,21 @@ int record_command(int argc, char** argv) {
           return 2;
         }
         o.launch_timeout_set = true;
+        break;
+      case 'l': o.live = o.stacks = true; break;
+      case 'N':
+        if (!parse_long(optarg, 64, 1 << 20, &o.live_samples)) {
+          std::fprintf(stderr, "jvmtrace record: --live-samples takes a number from 64 to 1048576, not '%s'\n", optarg);
+          return 2;
+        }
+        o.live = o.stacks = true;
+        break;
+      case 'r':
+        if (!parse_long(optarg, 0, 100000, &o.sample_rate)) {
+          std::fprintf(stderr, "jvmtrace record: --sample-rate takes a number from 0 to 100000, not '%s'\n", optarg);
+          return 2;
+        }
+        o.stacks = true;
         break;
       case 'q': o.progress = 0; break;
       case 'P': o.progress = 1; break;

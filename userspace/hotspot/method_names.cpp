@@ -70,8 +70,104 @@ bool MethodNamer::init(const ElfSymbols& libjvm, uint64_t bias, std::string* err
     }
     *n.where = it->second;
   }
+  // The line table's fields (optional: without them lines stay 0).
+  const auto fld = [&](const char* name, uint64_t* where) {
+    auto it = f.find(name);
+    if (it == f.end()) return false;
+    *where = it->second;
+    return true;
+  };
+  auto size = t.find("ConstMethod");
+  if (size != t.end() && fld("ConstMethod::_code_size", &const_code_size_)) {
+    if (fld("ConstMethod::_flags._flags", &const_flags_)) {
+      flags_bytes_ = 4, unsigned5_x_ = 1;
+    } else if (fld("ConstMethod::_flags", &const_flags_)) {
+      flags_bytes_ = 2, unsigned5_x_ = 0;
+    }
+    if (flags_bytes_) const_size_ = size->second;
+  }
   pid_ = pid;
   return true;
+}
+
+int32_t line_of_bci(const std::vector<std::pair<int32_t, int32_t>>& lines, int32_t bci) {
+  int32_t best_bci = 0, best_line = -1;
+  for (const auto& [b, l] : lines) {
+    if (b == bci) return l > 0 ? l : 0;
+    if (b < bci && b >= best_bci) best_bci = b, best_line = l;
+  }
+  return best_line > 0 ? best_line : 0;
+}
+
+std::vector<std::pair<int32_t, int32_t>> decode_line_table(const uint8_t* bytes, size_t n, int x,
+                                                           size_t max_pairs, bool* ended) {
+  std::vector<std::pair<int32_t, int32_t>> out;
+  if (ended) *ended = false;
+  size_t pos = 0;
+  // UNSIGNED5 (HotSpot's unsigned5.hpp, Pack200's): 64 high codes, each
+  // adding 6 bits; 192 - x low codes ending a number; at most 5 bytes.
+  const uint32_t L = 192 - static_cast<uint32_t>(x);
+  const auto u5 = [&](uint32_t* v) {
+    uint32_t sum = 0;
+    int shift = 0;
+    for (int i = 0; i < 5; i++) {
+      if (pos >= n) return false;
+      const uint32_t b = bytes[pos++];
+      if (b < static_cast<uint32_t>(x)) return false;  // an excluded byte: not a table
+      sum += (b - x) << shift;
+      if (b < x + L) break;
+      shift += 6;
+    }
+    *v = sum;
+    return true;
+  };
+  const auto sign = [](uint32_t v) { return static_cast<int32_t>((v >> 1) ^ (0u - (v & 1))); };
+  int32_t bci = 0, line = 0;
+  while (pos < n && out.size() < max_pairs) {
+    const uint8_t next = bytes[pos++];
+    if (next == 0) {
+      if (ended) *ended = true;
+      break;
+    }
+    if (next == 0xFF) {
+      uint32_t db, dl;
+      if (!u5(&db) || !u5(&dl)) break;
+      bci += sign(db);
+      line += sign(dl);
+    } else {
+      bci += next >> 3;
+      line += next & 7;
+    }
+    out.emplace_back(bci, line);
+  }
+  return out;
+}
+
+void MethodNamer::read_lines(uint64_t cm, MethodInfo* out) {
+  out->lines.clear();
+  if (!const_size_) return;
+  uint32_t flags = 0;
+  uint16_t code_size;
+  if (!read_bytes(cm + const_flags_, &flags, static_cast<size_t>(flags_bytes_)) || !(flags & 1) ||
+      !read_bytes(cm + const_code_size_, &code_size, sizeof code_size))
+    return;
+  // A method's table is a few bytes per line; read at most 64 KiB of it
+  // (a line a byte or more: lines past that are 0, unknown).
+  constexpr size_t kChunk = 512, kMax = 64 << 10;
+  std::vector<uint8_t> buf;
+  const uint64_t at = cm + const_size_ + code_size;
+  while (buf.size() < kMax) {
+    const size_t old = buf.size();
+    buf.resize(old + kChunk);
+    if (!read_bytes(at + old, buf.data() + old, kChunk)) {
+      buf.resize(old);
+      break;
+    }
+    bool ended;
+    out->lines = decode_line_table(buf.data(), buf.size(), unsigned5_x_, 1 << 16, &ended);
+    if (ended) return;
+  }
+  out->lines = decode_line_table(buf.data(), buf.size(), unsigned5_x_, 1 << 16);
 }
 
 bool MethodNamer::read_bytes(uint64_t addr, void* dst, size_t n) const {
@@ -140,6 +236,7 @@ bool MethodNamer::read(uint64_t method, MethodInfo* out) {
     return false;
   out->klass = p.klass;
   out->file = p.file;
+  read_lines(cm, out);
   return true;
 }
 

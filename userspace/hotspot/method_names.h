@@ -11,6 +11,12 @@
 //   ConstantPool::_source_file_name_index
 //   a constant-pool slot i: ((intptr_t*)(cp + sizeof(ConstantPool)))[i]
 //   Symbol::_length (u2), Symbol::_body (the UTF-8 bytes)
+//   the line table: ConstMethod::_flags bit 0 (17: u2 _flags; 21+: u4
+//   _flags._flags) says there is one; it follows the bytecodes, at
+//   cm + sizeof(ConstMethod) + _code_size, compressed as
+//   CompressedLineNumberWriteStream writes it (pairs of bci and line deltas:
+//   one byte (bci << 3 | line) or 0xFF and two signed UNSIGNED5 numbers;
+//   0 ends it; 21 and later exclude the 0 byte from UNSIGNED5)
 //
 // Everything read is the target's to choose: every pointer is only ever
 // used as an address in the target, every index is checked against the
@@ -23,6 +29,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "hotspot/elf_symbols.h"
 #include "process/target_file.h"
@@ -34,7 +41,19 @@ struct MethodInfo {
   std::string name;       // "grow"
   std::string signature;  // "(I)[Ljava/lang/Object;"
   std::string file;       // "ArrayList.java", or "" (no SourceFile attribute)
+  // The line table: (bci, line) in the table's order; empty when the method
+  // has none (or it could not be read: then its lines are 0, "unknown").
+  std::vector<std::pair<int32_t, int32_t>> lines;
 };
+// The source line of bci as Method::line_number_from_bci finds it: the
+// line of bci's own entry, else of the entry with the greatest bci below
+// it; 0 when there is none.
+int32_t line_of_bci(const std::vector<std::pair<int32_t, int32_t>>& lines, int32_t bci);
+// The pairs of a compressed line table (bytes from its start; x: 1 for the
+// UNSIGNED5 of 21 and later, which excludes the 0 byte, 0 for 17's).  At
+// most max_pairs; a table cut before its terminator yields what it held.
+std::vector<std::pair<int32_t, int32_t>> decode_line_table(const uint8_t* bytes, size_t n, int x,
+                                                           size_t max_pairs, bool* ended = nullptr);
 
 class MethodNamer {
  public:
@@ -75,6 +94,7 @@ class MethodNamer {
   bool pool(uint64_t cp, Pool* out);
 
   bool init(const ElfSymbols& libjvm, uint64_t bias, std::string* error);
+  void read_lines(uint64_t cm, MethodInfo* out);
 
   pid_t target_;
   std::string libjvm_, shown_, error_;
@@ -82,6 +102,10 @@ class MethodNamer {
   pid_t pid_ = 0;  // set once ready
   uint64_t method_const_ = 0, const_constants_ = 0, const_name_ = 0, const_sig_ = 0;
   uint64_t pool_holder_ = 0, pool_length_ = 0, pool_source_ = 0, pool_size_ = 0;
+  // The line table (0: not known to this VM's tables: lines stay 0).
+  uint64_t const_flags_ = 0, const_code_size_ = 0, const_size_ = 0;
+  int flags_bytes_ = 0;   // 2 (17's u2) or 4 (21+'s u4)
+  int unsigned5_x_ = 0;   // 1: 21+'s UNSIGNED5 (no 0 byte)
   uint64_t klass_name_ = 0, symbol_length_ = 0, symbol_body_ = 0;
   // Within one epoch: Symbol* -> text, ConstantPool* -> its class and file.
   std::unordered_map<uint64_t, std::string> symbols_;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "base/clock.h"
 #include "process/target.h"
@@ -45,7 +46,12 @@ void Recorder::add(const jt_event& k, size_t size) {
   const uint16_t probe = k.probe & ~JT_EVENT_HAS_STACK;
   if (probe == JT_K_THREAD_NAME) return add_thread_name(k, size, has_stack);
   if (probe == JT_K_PLAB_BATCH) return add_plab_batch(k, size, has_stack);
+  if (probe == JT_K_SAMPLE_FATES) return add_sample_fates(k, size, has_stack);
   flush_plab_events();
+  if (w_->holding() && (k.ts_ns > hold_start_ns_ + kMaxHoldNs || w_->held() >= kMaxHeldEvents)) {
+    hold_counts_.cut_short++;  // the safepoint's last batch is late, or lost: no longer held
+    release_held();
+  }
   if (probe == JT_K_ALLOC_SLOW) return add_alloc_slow(k, size, has_stack);
   if (probe == JT_K_ALLOC_BATCH) return add_alloc_batch(k, size, has_stack);
   if (probe == JT_K_ALLOC_SAMPLE && !has_stack) return add_alloc_sample(k, size);
@@ -107,8 +113,57 @@ void Recorder::add(const jt_event& k, size_t size) {
     return;
   }
   e.thread = static_cast<uint32_t>(thread_id);
+  if (probe == JT_SAFEPOINT_BEGIN && hold_safepoints_) {
+    if (w_->holding()) {  // the last one's last batch never came
+      hold_counts_.cut_short++;
+      release_held();
+    }
+    w_->hold();
+    hold_id_ = k.args[1];
+    hold_start_ns_ = k.ts_ns;
+    hold_counts_.holds++;
+  }
   w_->event(e);
   if (has_stack) w_->event_stack(stack(static_cast<int64_t>(k.args[k.nargs])));
+}
+
+void Recorder::release_held() {
+  hold_counts_.max_held = std::max<uint64_t>(hold_counts_.max_held, w_->held());
+  w_->release();
+}
+
+void Recorder::add_sample_fates(const jt_event& k, size_t size, bool has_stack) {
+  const size_t head = JT_EVENT_SIZE(JT_FATES_ARGS);
+  if (has_stack || k.nargs != JT_FATES_ARGS || size < head) {
+    malformed_++;
+    return;
+  }
+  const uint64_t count = k.args[1], step = k.args[2];
+  if (step < JVMTRACE_FATE_RECORD_BYTES || count > JVMTRACE_FATE_BATCH_RECORDS) {
+    malformed_ += std::min<uint64_t>(count, JVMTRACE_FATE_BATCH_RECORDS);
+    return;
+  }
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(&k) + head;
+  const uint64_t n = std::min<uint64_t>(count, (size - head) / step);
+  trace::Fates f;
+  f.ts_ns = k.ts_ns;
+  f.gc_id = k.args[3];
+  f.level = k.args[4];
+  f.tracked = k.args[5];
+  f.records.reserve(n);
+  for (uint64_t i = 0; i < n; i++) {
+    jvmtrace_fate_record r;
+    std::memcpy(&r, p + i * step, sizeof r);
+    if (r.kind >= JVMTRACE_FATE_KIND_COUNT) {  // not a kind of the contract's: that record lost
+      malformed_++;
+      continue;
+    }
+    fate_counts_.records[r.kind]++;
+    f.records.push_back(trace::Fate{r.sample_id, r.gc_id, r.kind, r.flags});
+  }
+  malformed_ += count - n;
+  fate_counts_.batches++;
+  w_->fates(f);
 }
 
 void Recorder::add_alloc_slow(const jt_event& k, size_t size, bool has_stack) {
@@ -134,11 +189,19 @@ void Recorder::add_alloc_slow(const jt_event& k, size_t size, bool has_stack) {
 }
 
 void Recorder::add_alloc_batch(const jt_event& k, size_t size, bool has_stack) {
-  const size_t head = JT_EVENT_SIZE(3);
-  if (has_stack || k.nargs != 3 || size < head) {
+  // (3 arguments: a VM that fires every batch at once; JT_ALLOC_BATCH_ARGS:
+  // one that hands a safepoint's over after it)
+  const size_t head = JT_EVENT_SIZE(k.nargs);
+  if (has_stack || (k.nargs != 3 && k.nargs != JT_ALLOC_BATCH_ARGS) || size < head) {
     malformed_++;
     return;
   }
+  const uint64_t safepoint_id = k.nargs == JT_ALLOC_BATCH_ARGS ? k.args[3] : 0;
+  const bool last = k.nargs == JT_ALLOC_BATCH_ARGS && k.args[4] != 0;
+  // A safepoint's records come before what followed its begin (a thread's
+  // own flush comes after, held with the rest).
+  std::optional<trace::TraceWriter::Bypass> bypass;
+  if (safepoint_id != 0) bypass.emplace(w_);
   const uint64_t count = k.args[1], step = k.args[2];
   if (step < JVMTRACE_ALLOC_RECORD_BYTES) {  // not the contract's layout: every record lost
     malformed_ += count;
@@ -156,6 +219,10 @@ void Recorder::add_alloc_batch(const jt_event& k, size_t size, bool has_stack) {
     write_slow_path(r, -2);
   }
   malformed_ += count - n;  // cut in the kernel, or unreadable there: lost, counted
+  if (last && w_->holding() && safepoint_id == hold_id_) {
+    bypass.reset();
+    release_held();
+  }
 }
 
 void Recorder::write_slow_path(const jvmtrace_alloc_record& p, int64_t stack_id) {
@@ -263,12 +330,15 @@ void Recorder::add_alloc_sample(const jt_event& k, size_t size) {
   const uint64_t epoch = k.args[8], epoch_addr = k.args[10];
   if (epoch != epoch_) {
     method_ids_.clear();
+    line_tables_.clear();
+    line_pairs_ = 0;
     namer_->forget();
     epoch_ = epoch;
   }
   struct Fresh {
     size_t frame;
     uint64_t method;
+    int32_t bci;
     MethodInfo info;
   };
   std::vector<Fresh> fresh;
@@ -294,8 +364,13 @@ void Recorder::add_alloc_sample(const jt_event& k, size_t size) {
     auto it = method_ids_.find(f.method);
     if (it != method_ids_.end()) {
       t.method = it->second;
+      // (a VM that walks bci only: the line from the method's table)
+      if (!f.line && kind != trace::kFrameNativeMethod) {
+        auto lt = line_tables_.find(f.method);
+        if (lt != line_tables_.end()) t.line = static_cast<uint64_t>(line_of_bci(lt->second, f.bci));
+      }
     } else {
-      Fresh n{frames.size(), f.method, {}};
+      Fresh n{frames.size(), f.method, f.bci, {}};
       if (namer_ready && epoch != ~0ull && namer_->read(f.method, &n.info)) fresh.push_back(std::move(n));
       else t.method = unknown_method();
     }
@@ -335,6 +410,14 @@ void Recorder::add_alloc_sample(const jt_event& k, size_t size) {
           }
           method_ids_[n.method] = id;
         }
+        if (!frames[n.frame].line && frames[n.frame].kind != trace::kFrameNativeMethod)
+          frames[n.frame].line = static_cast<uint64_t>(line_of_bci(n.info.lines, n.bci));
+        if (line_tables_.size() >= kMaxMethodIds || line_pairs_ + n.info.lines.size() > kMaxLinePairs) {
+          line_tables_.clear();
+          line_pairs_ = 0;
+        }
+        line_pairs_ += n.info.lines.size();
+        line_tables_[n.method] = std::move(n.info.lines);
       }
       frames[n.frame].method = id;
     }
@@ -382,6 +465,7 @@ void Recorder::add_alloc_sample(const jt_event& k, size_t size) {
   e.a[2] = k.args[3];
   e.a[3] = k.args[4];
   e.a[4] = stack_plus_one;
+  e.a[5] = k.args[11];  // the sample's id (0: its object is not tracked)
   PendingSample s{e, samples_by_end_ ? end_ns : 0};
   if (pending_total_ >= kMaxPendingTotal) {  // (every thread's together: written now, without its slow path)
     write_sample(&s, false);

@@ -85,6 +85,26 @@ class Recorder {
 
   // Writes the PLAB events of batches still waiting, in time order.
   void flush_plab_events();
+  // alloc__batch from a VM that hands a safepoint's records over after it
+  // (its batches carry the safepoint's id): what follows a safepoint's
+  // begin is held until that safepoint's last batch has been written, so
+  // the trace keeps every slow path before the pauses after it.  At most
+  // kMaxHoldNs of event time or kMaxHeldEvents events (else written as it
+  // came, counted).
+  void hold_safepoints(bool on) { hold_safepoints_ = on; }
+  // Writes what is held (the recording ends).
+  void release_held();
+  struct HoldCounts {
+    uint64_t holds = 0;          // safepoints held for
+    uint64_t cut_short = 0;      // released before their last batch came (time, size, next safepoint)
+    uint64_t max_held = 0;       // most events held at once
+  } hold_counts_;
+  static constexpr uint64_t kMaxHoldNs = 1000000000, kMaxHeldEvents = 1 << 20;
+  // sample__fates batches written, and their records by kind.
+  struct FateCounts {
+    uint64_t batches = 0;
+    uint64_t records[JVMTRACE_FATE_KIND_COUNT] = {};
+  } fate_counts_;
   // alloc__batch records count from start_ns (set before the attach) to
   // end_ns (set as the recording ends; 0: open).
   void set_window(uint64_t start_ns, uint64_t end_ns) {
@@ -166,6 +186,11 @@ class Recorder {
   // attach: left in the VM by an earlier tracer; after its end, while the
   // VM's buffers are drained) are left out, as stat leaves them out.
   void add_alloc_batch(const jt_event& k, size_t size, bool has_stack);
+  // sample__fates: a batch of fate records, written as it came.
+  void add_sample_fates(const jt_event& k, size_t size, bool has_stack);
+  // The hold around a safepoint (hold_safepoints).
+  bool hold_safepoints_ = false;
+  uint64_t hold_id_ = 0, hold_start_ns_ = 0;
 
   // One slow path as the separate probes would have recorded it: the enter
   // at its start (the VM's clock is the kernel's CLOCK_MONOTONIC; none if
@@ -249,6 +274,12 @@ class Recorder {
   // the Method*s (any aligned word of a region can be made a valid one), so
   // past kMaxMethodIds it is dropped whole, and its methods named again.
   std::unordered_map<uint64_t, uint32_t> method_ids_;
+  // Their line tables (bci -> line), read with their names, in the same epoch.
+  // At most kMaxLinePairs pairs together (a target chooses its tables'
+  // lengths): past that the cache is dropped whole, as method_ids_.
+  std::unordered_map<uint64_t, std::vector<std::pair<int32_t, int32_t>>> line_tables_;
+  size_t line_pairs_ = 0;
+  static constexpr size_t kMaxLinePairs = 1 << 22;
   static constexpr size_t kMaxMethodIds = 1 << 18;
   uint64_t epoch_ = ~0ull;
   std::map<std::vector<trace::Frame>, uint32_t> java_stacks_;  // interned (capped)

@@ -41,7 +41,7 @@ const char* const kProbeNames[] = {
 // Argument counts, and which argument is the (signed) tid, from
 // usdt/jvmtrace.d; every other argument is unsigned.
 const int kProbeArgs[] = {7, 4, 5, 6, 6, 5, 7, 5, 6, 6, 4, 8, 12};
-const int kTidArg[] = {6, 3, 4, -1, -1, 4, 6, 4, -1, -1, -1, -1, 11};
+const int kTidArg[] = {6, 3, 4, -1, -1, 4, 6, 4, -1, -1, -1, -1, -1};
 static_assert(sizeof kProbeNames / sizeof *kProbeNames == JT_PROBE_COUNT, "a name per probe");
 static_assert(sizeof kProbeArgs / sizeof *kProbeArgs == JT_PROBE_COUNT, "an argument count per probe");
 static_assert(sizeof kTidArg / sizeof *kTidArg == JT_PROBE_COUNT, "a tid position per probe");
@@ -101,10 +101,18 @@ int on_event(void* ctx, void* data, size_t size) {
     name = "plab__batch.record";
     nargs = 8;
     tid_arg = 5;
-  } else if (e->probe == JT_K_ALLOC_BATCH) {
+  } else if (e->probe == JT_K_ALLOC_BATCH) {  // records, count, record_bytes, tid, safepoint_id, last
     name = "alloc__batch";
-    nargs = 4;
+    nargs = 6;
     tid_arg = 3;
+  } else if (e->probe == JT_K_SAMPLE_FATES) {  // records, count, record_bytes, gc_id, level, tracked
+    name = "sample__fates";
+    nargs = 6;
+    tid_arg = -1;
+  } else if (e->probe == JT_RAW_FATE_RECORD) {  // sample_id, gc_id, kind, flags
+    name = "sample__fates.record";
+    nargs = 4;
+    tid_arg = -1;
   } else if (e->probe == JT_RAW_ALLOC_RECORD) {  // the record's fields in order
     name = "alloc__batch.record";
     nargs = 11;

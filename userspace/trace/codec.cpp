@@ -1,5 +1,6 @@
 #include "trace/codec.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "trace/varint.h"
@@ -150,7 +151,7 @@ void BlockCodec::put_event(std::string* out, const Event& e) {
     out->push_back(static_cast<char>(tag_of(kStack) | kStackSample << 4));
     put_varint(out, e.thread);
     put_ts(out, e.ts_ns);
-    for (int i = 0; i < 5; i++) put_varint(out, a[i]);  // weight, class, alloc_bytes, outcome, stack + 1
+    for (int i = 0; i < 6; i++) put_varint(out, a[i]);  // weight, class, alloc_bytes, outcome, stack + 1, sample id
     return;
   }
   const bool pause = e.probe == JT_GC_PAUSE_START || e.probe == JT_GC_PAUSE_END;
@@ -345,6 +346,23 @@ void BlockCodec::put_java_stack(std::string* out, uint64_t id, const std::vector
   }
 }
 
+void BlockCodec::put_fates(std::string* out, const Fates& f) {
+  out->push_back(static_cast<char>(tag_of(kFates) | kStackFates << 4));
+  put_ts(out, f.ts_ns);
+  put_varint(out, f.gc_id);
+  put_varint(out, f.level);
+  put_varint(out, f.tracked);
+  const size_t n = std::min<size_t>(f.records.size(), kMaxFatesPerRecord);
+  put_varint(out, n);
+  for (size_t i = 0; i < n; i++) {
+    const Fate& r = f.records[i];
+    put_varint(out, r.sample_id);
+    out->push_back(static_cast<char>(r.kind));
+    out->push_back(static_cast<char>(r.flags));
+    put_varint(out, r.gc_id);
+  }
+}
+
 bool BlockCodec::get(const uint8_t** pp, const uint8_t* end, Record* r, const char** why) {
   const uint8_t* p = *pp;
   uint64_t v[6];
@@ -381,6 +399,31 @@ bool BlockCodec::get(const uint8_t** pp, const uint8_t* end, Record* r, const ch
         if (!ts(&e.ts_ns)) return fail("a timestamp is cut off");
         r->ts_ns = e.ts_ns;
         for (int i = 0; i < 5; i++) GET(e.a[i]);
+        if (version_ >= 4) GET(e.a[5]);  // the sample id
+        break;
+      }
+      case kStackFates: {
+        if (version_ < 4) return fail("unknown kind of stack record");
+        uint64_t n;
+        r->type = kFates;
+        if (!ts(&r->ts_ns)) return fail("a timestamp is cut off");
+        r->fates.ts_ns = r->ts_ns;
+        GET(r->fates.gc_id);
+        GET(r->fates.level);
+        GET(r->fates.tracked);
+        GET(n);
+        if (n > kMaxFatesPerRecord) return fail("fates record: too many records");
+        r->fates.records.resize(n);
+        for (Fate& f : r->fates.records) {
+          uint64_t g;
+          GET(f.sample_id);
+          if (end - p < 2) return fail("fates record: a record is cut off");
+          f.kind = *p++;
+          f.flags = *p++;
+          GET(g);
+          if (g > UINT32_MAX) return fail("fates record: bad GC id");
+          f.gc_id = static_cast<uint32_t>(g);
+        }
         break;
       }
       case kStackMethod:
@@ -614,9 +657,9 @@ const ProbeInfo& probe_info(uint16_t probe) {
        {"operation", "reaching_ns", "at_safepoint_ns", "total_ns", "threads", "running", "cleanup_ns",
         "safepoint_id"},
        {kStringId, kNum, kNum, kNum, kNum, kNum, kNum, kNum}},
-      {"alloc__sample", 5,
-       {"weight_bytes", "class", "alloc_bytes", "outcome", "stack"},
-       {kNum, kClassId, kNum, kNum, kJavaStackId}},
+      {"alloc__sample", 6,
+       {"weight_bytes", "class", "alloc_bytes", "outcome", "stack", "sample_id"},
+       {kNum, kClassId, kNum, kNum, kJavaStackId, kNum}},
   };
   static const ProbeInfo kUnknown = {"unknown", 0, {}, {}};
   return probe < JT_PROBE_COUNT ? kInfo[probe] : kUnknown;

@@ -23,6 +23,7 @@ struct Record {
   std::vector<uint64_t> frames;  // kStack: string ids, leaf first
   Method method;                 // kMethod (id: its id)
   std::vector<Frame> java_frames;  // kJavaStack (id: its id), leaf first
+  Fates fates;                     // kFates (ts_ns too)
   uint32_t bytes = 0;     // its encoded size (set by TraceReader)
   uint64_t offset = 0;    // its first byte in the file (set by TraceReader)
 };
@@ -44,6 +45,7 @@ class BlockCodec {
   static void put_event_stack(std::string* out, uint64_t stack_plus_one);
   static void put_method(std::string* out, uint64_t id, const Method& m);
   static void put_java_stack(std::string* out, uint64_t id, const std::vector<Frame>& frames);
+  void put_fates(std::string* out, const Fates& f);
 
   // Decodes the record at *p (advanced past it).  On malformed input returns
   // false with *why set; *p then points at the record's first byte.
@@ -89,6 +91,7 @@ constexpr size_t kMaxRecordBytes = 1 + 10 + kMaxMetaLen;
 static_assert(1 + 10 + 10 + 10 * kMaxStackFrames <= kMaxRecordBytes, "a stack record fits the margin");
 static_assert(1 + 10 + 10 + 21 * kMaxJavaFrames <= kMaxRecordBytes, "a Java stack record fits the margin");
 static_assert(1 + 4 * 10 + 10 + kMaxNameLen <= kMaxRecordBytes, "a name or end record fits the margin");
+static_assert(1 + 10 + 40 + 22 * kMaxFatesPerRecord <= kMaxRecordBytes, "a fates record fits the margin");
 static_assert(kMaxRecordBytes * 4 < kMaxPayload, "a block holds several of the largest records");
 
 }  // namespace jvmtrace::trace

@@ -24,7 +24,10 @@ constexpr char kFileMagic[8] = {'J', 'V', 'M', 'T', 'R', 'A', 'C', 'E'};
 // version 1 only refuses version 2 files instead of misreading them).
 // 3: safepoints, allocation samples with their Java stacks, the method
 // table (older files read the same; older readers refuse version 3).
-constexpr uint32_t kVersion = 3;
+// 4: allocation samples carry their sample id, and the samples' fates
+// (sample__fates) have records of their own (older files read the same, their
+// samples with id 0; older readers refuse version 4).
+constexpr uint32_t kVersion = 4;
 constexpr uint32_t kOldestVersion = 1;
 constexpr size_t kFileHeaderSize = 16;
 constexpr char kBlockMagic[4] = {'J', 'T', 'B', 'K'};
@@ -57,7 +60,8 @@ constexpr uint8_t kGcRecordCollection = 0, kGcRecordPause = 1, kGcRecordSafepoin
 // From version 3 on, the stack tag (14) holds a kind in its high 4 bits:
 // a stack of frame names (0, as before), a method-table entry, a Java
 // stack, or an allocation sample (an event: JT_ALLOC_SAMPLE).
-constexpr uint8_t kStackOfNames = 0, kStackMethod = 1, kStackJava = 2, kStackSample = 3;
+// Version 4 adds a batch of sample fates.
+constexpr uint8_t kStackOfNames = 0, kStackMethod = 1, kStackJava = 2, kStackSample = 3, kStackFates = 4;
 static_assert(JT_PROBE_COUNT <= 16, "in-memory record types 0x10.. follow the probes");
 enum RecordType : uint8_t {
   kThread = 0x18,   // varint index, varint tid, varint len, name
@@ -74,6 +78,9 @@ enum RecordType : uint8_t {
   kMethod = 0x2e,   // varint id, varint class id + 1, varint name string id,
                     // varint signature string id + 1, varint file string id + 1
   kJavaStack = 0x3e,  // varint id, varint n, n x (varint method id, varint line, byte kind)
+  // Version 4: ts delta, varint gc id, varint level, varint tracked, varint n,
+  // n x (varint sample id, byte kind, byte flags, varint gc id)
+  kFates = 0x4e,
 };
 // The tag nibble of a non-event record type.
 constexpr uint8_t tag_of(RecordType t) { return static_cast<uint8_t>(t & 0x0f); }
@@ -168,6 +175,23 @@ struct Event {
   uint32_t thread = 0;  // index into the thread table
   uint16_t probe = 0;   // enum jt_probe
   uint64_t a[JT_EVENT_MAX_ARGS] = {};
+};
+
+// What became of tracked samples (sample__fates): a batch.  An allocation
+// sample (JT_ALLOC_SAMPLE) holds its sample id in a[5] (0: not tracked).
+struct Fate {
+  uint64_t sample_id = 0;
+  uint32_t gc_id = 0;
+  uint8_t kind = 0;   // enum jvmtrace_fate_kind
+  uint8_t flags = 0;  // JVMTRACE_FATE_*
+};
+constexpr uint64_t kMaxFatesPerRecord = 2048;  // a reader rejects more as corrupt
+struct Fates {
+  uint64_t ts_ns = 0;
+  uint64_t gc_id = 0;    // the collection whose weak processing last reported deaths
+  uint64_t level = 0;    // the table's thinning level after the batch
+  uint64_t tracked = 0;  // entries in the VM's table after the batch
+  std::vector<Fate> records;
 };
 
 // What each slot of Event::a is, per probe, for printing.

@@ -133,6 +133,10 @@ void TraceWriter::redefine_stack(uint32_t id, const std::vector<uint64_t>& frame
 
 void TraceWriter::event_stack(int64_t stack) {
   if (failed()) return;
+  if (holding_) {
+    held_.push_back(Held{true, stack, Event{}});
+    return;
+  }
   make_room();
   BlockCodec::put_event_stack(&payload_, static_cast<uint64_t>(stack + 1));
   record_added(0);
@@ -164,10 +168,32 @@ void TraceWriter::meta(const std::string& lines) {
 
 void TraceWriter::event(const Event& e) {
   if (failed()) return;
+  if (holding_) {
+    held_.push_back(Held{false, 0, e});
+    return;
+  }
   make_room();
   codec_.put_event(&payload_, e);
   record_added(e.ts_ns);
   events_++;
+  if (payload_.size() >= block_bytes) flush();
+}
+
+void TraceWriter::release() {
+  holding_ = false;
+  std::vector<Held> held;
+  held.swap(held_);
+  for (const Held& h : held) {
+    if (h.is_stack) event_stack(h.stack);
+    else event(h.event);
+  }
+}
+
+void TraceWriter::fates(const Fates& f) {
+  if (failed()) return;
+  make_room();
+  codec_.put_fates(&payload_, f);
+  record_added(f.ts_ns);
   if (payload_.size() >= block_bytes) flush();
 }
 

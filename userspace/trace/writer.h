@@ -56,6 +56,29 @@ class TraceWriter {
 
   void event(const Event& e);
   void lost(uint64_t ts_ns, uint64_t count, uint8_t kind = kLostRingBuffer);
+  // Sample fates (version 4): a sample__fates batch.
+  void fates(const Fates& f);
+
+  // Holding events: from hold() on, event() and event_stack() queue what
+  // they are given (definitions, losses and fates still go out at once),
+  // except inside a Bypass; release() writes the queue in order and stops
+  // holding.  The recorder holds what follows a safepoint's begin until the
+  // records the safepoint took arrive (alloc__batch), so the file keeps
+  // every slow path before the pauses after it.
+  void hold() { holding_ = true; }
+  void release();
+  bool holding() const { return holding_; }
+  size_t held() const { return held_.size(); }
+  class Bypass {
+   public:
+    explicit Bypass(TraceWriter* w) : w_(w), was_(w->holding_) { w_->holding_ = false; }
+    ~Bypass() { w_->holding_ = was_; }
+    Bypass(const Bypass&) = delete;
+    Bypass& operator=(const Bypass&) = delete;
+   private:
+    TraceWriter* w_;
+    bool was_;
+  };
   void end(uint64_t ts_ns, uint8_t reason, const std::string& text);
 
   // Writes the block if it holds at least block_bytes or its first record is
@@ -106,6 +129,14 @@ class TraceWriter {
   std::vector<std::vector<uint64_t>> stack_defs_;
   std::vector<Method> method_defs_;
   std::vector<std::vector<Frame>> java_stack_defs_;
+  // Held events, in order: an event, or (is_stack) the stack of the one before.
+  struct Held {
+    bool is_stack;
+    int64_t stack;
+    Event event;
+  };
+  bool holding_ = false;
+  std::vector<Held> held_;
 };
 
 }  // namespace jvmtrace::trace

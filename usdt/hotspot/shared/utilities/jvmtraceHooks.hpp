@@ -9,45 +9,93 @@
 #define SHARE_UTILITIES_JVMTRACEHOOKS_HPP
 
 #include "gc/shared/gcCause.hpp"
+#include "oops/oopsHierarchy.hpp"
 #include "utilities/globalDefinitions.hpp"
 // The contract's values (JVMTRACE_PAUSE_*): plain C.
 #include "utilities/jvmtraceAbi.h"
 
+class JavaThread;
+class Klass;
+
+// --- start-up and the threads that work for jvmtrace -------------------------
+
+// Universe::oopstorage_init(), with the VM's other weak storages: creates
+// "jvmtrace Samples Weak" (sample__fates' weak handles).  Before any thread
+// exists but the main one, before anything can collect.
+void jvmtrace_oopstorage_init();
+
+// The ServiceThread, as it starts (service_thread_entry): enrolls
+// jvmtrace's periodic task (every 200 ms on the WatcherThread: it notices a
+// tracer waiting for alloc__drain, or a detached sample__fates with objects
+// still tracked, and wakes the ServiceThread).
+void jvmtrace_service_thread_started();
+// The ServiceThread's wait predicate, under Service_lock: work of jvmtrace's
+// is pending (taken and cleared).
+bool jvmtrace_service_has_work();
+// ...and that work, on the ServiceThread, outside Service_lock, in
+// _thread_in_vm: a safepoint for alloc__drain, sample__fates' scan of the
+// tracked objects after a collection, thinning, clean-up after a detach.
+void jvmtrace_service_work(JavaThread* jt);
+
 // --- alloc__batch -----------------------------------------------------------
 
-// The VM thread, in SafepointSynchronize::begin() once every thread is
-// stopped.  Does nothing unless a tracer waits for alloc__drain (then it
-// reports every thread's pending records and fires alloc__drain) or one
-// detached and left batches behind (then it frees them, once).
+// The VM thread in SafepointSynchronize::begin(), once every thread is
+// stopped: takes every thread's buffer of pending records (a swap of one
+// list: nothing per thread while the world is stopped).  A safepoint that
+// ends the VM fires them here: it has no after.
 void jvmtrace_alloc_at_safepoint();
 
-// The VM thread at a safepoint, before the first collection probe of that
-// safepoint (a pause's start, a collection's start): every thread's
-// pending records, at most once per safepoint.  Elsewhere it does nothing.
-// So a slow path's record arrives before every later gc__pause__start, and
-// non-GC safepoints pay nothing.
-void jvmtrace_alloc_flush_for_gc();
+// The VM thread once the safepoint has ended (VMThread::inner_execute, after
+// SafepointSynchronize::end()): fires what the safepoint took, in end_ns
+// order, and alloc__drain; frees the buffers.
+void jvmtrace_after_safepoint();
 
 // A JavaThread in JavaThread::exit (or a failed JNI attach), in
 // _thread_in_vm, before its TLAB is retired: reports its pending records.
 void jvmtrace_alloc_thread_exit();
 
-// True while a tracer waits for alloc__drain: on 17 and 21 the VM thread
-// then takes a periodic cleanup safepoint (is_cleanup_needed()).
-bool jvmtrace_alloc_drain_requested();
+// --- the allocation slow path (MemAllocator, every line) ------------------------
 
-// 25, whose VM thread sleeps until an operation comes: the ServiceThread
-// (which wakes every second anyway) asks whether a tracer waits for
-// alloc__drain and no safepoint came for a second, and then forces one.
-bool jvmtrace_alloc_drain_due();
-void jvmtrace_force_safepoint();
+// What mem_allocate_slow knows at its start.
+struct JvmtraceSlowPathStart {
+  jlong start_ns;              // 0: not measured
+  unsigned int gcs_before;
+};
+JvmtraceSlowPathStart jvmtrace_slow_path_begin(JavaThread* thread, const Klass* klass, size_t word_size);
+// A new TLAB was filled for this slow path (tlab__refill).
+void jvmtrace_tlab_refilled(JavaThread* thread, const Klass* klass, HeapWord* mem, size_t tlab_words,
+                            size_t word_size, uint64_t retired_waste_bytes);
+// The slow path's end: alloc__slow__exit, alloc__slow, alloc__sample and
+// the alloc__batch record, whichever a tracer attached.  Returns the
+// sample's id when its object is to be tracked for sample__fates (0: not),
+// with the table's level at admission in *level.
+uint64_t jvmtrace_slow_path_end(JavaThread* thread, const Klass* klass, size_t word_size, HeapWord* mem,
+                                bool outside_tlab, size_t tlab_words, uint64_t retired_waste_bytes,
+                                const JvmtraceSlowPathStart& start, uint32_t* level);
+// MemAllocator::Allocation::notify_allocation(), first: the object of an
+// admitted sample, initialized now, gets its weak handle.
+void jvmtrace_sample_track(JavaThread* thread, oop obj, uint64_t sample_id, uint32_t level);
+
+// --- PLABs ----------------------------------------------------------------------
+
+// A GC worker's new PLAB (plab__alloc) and its retirement (plab__retire:
+// used_bytes of bytes used, the rest filled), with their plab__batch
+// records; in a pause.  dest: enum jvmtrace_plab_dest.
+void jvmtrace_plab_allocated(HeapWord* bottom, size_t bytes, uint32_t dest);
+void jvmtrace_plab_retired(HeapWord* bottom, size_t bytes, size_t used_bytes, uint32_t dest);
+// An object copied outside any PLAB (promote__direct and its plab__batch
+// record), by a GC worker in a pause.  dest: enum jvmtrace_plab_dest.
+void jvmtrace_promote_direct(HeapWord* obj, size_t word_size, uint32_t dest);
+// A copy outside any PLAB lost the race to forward its object and was
+// filled: its promote__direct bytes hold no object (plab__batch kind 3).
+void jvmtrace_direct_copy_undone(HeapWord* obj, size_t word_size, uint32_t dest);
 
 // --- gc__pause__start/end -----------------------------------------------------
 
 // A stop-the-world pause, one call each per "Pause ..." line of -Xlog:gc*:
 // the VM thread at the safepoint, in the pause's GCIdMark.  The start first
-// flushes the alloc__batch records (jvmtrace_alloc_flush_for_gc), the end
-// the PLAB records.  title: the log's text; cause: "" for none.
+// has nothing to flush (the safepoint took every alloc__batch record at its
+// start), the end flushes the PLAB records.  title: the log's text; cause: "" for none.
 void jvmtrace_pause_start(const char* title, const char* cause, uint32_t kind);
 void jvmtrace_pause_end(const char* title, const char* cause, uint32_t kind);
 inline const char* jvmtrace_cause_text(GCCause::Cause c) {

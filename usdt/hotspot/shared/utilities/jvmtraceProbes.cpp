@@ -7,13 +7,16 @@
  */
 // One source for JDK 17, 21 and 25 (usdt/hotspot/shared/, copied into the
 // tree by scripts/build-patched-jdk.sh): where the releases moved a header,
-// __has_include picks the one that is there.  No "precompiled.hpp": 25
+// JVMTRACE_JDK (utilities/jvmtraceRelease.hpp, written by the build script)
+// picks the one that is there.  No "precompiled.hpp": 25
 // passes it with -include and its build fails on a second inclusion, and on
 // 17 and 21 it only speeds up the compile; this file includes what it uses.
 #include "gc/shared/collectedHeap.hpp"
 #include "gc/shared/gcId.hpp"
 #include "memory/allocation.hpp"
 #include "memory/universe.hpp"
+#include "oops/klass.hpp"
+#include "oops/symbol.hpp"
 #include "runtime/atomic.hpp"
 #include "runtime/mutexLocker.hpp"
 #include "runtime/orderAccess.hpp"
@@ -21,7 +24,8 @@
 #include "runtime/safepoint.hpp"
 #include "runtime/vmOperations.hpp"
 #include "runtime/vmThread.hpp"
-#if __has_include("runtime/javaThread.inline.hpp")   // 21+: JavaThread has its own header
+#include "utilities/jvmtraceRelease.hpp"
+#if JVMTRACE_JDK >= 21   // JavaThread has its own header
 #include "runtime/javaThread.inline.hpp"
 #else
 #include "runtime/thread.inline.hpp"
@@ -114,21 +118,21 @@ void jvmtrace_plab_flush_all() {
 }
 
 // alloc__batch: one batch per JavaThread that took a slow path while the
-// probe was attached, on a list (newest first) that the VM thread walks at
-// every safepoint.  The owner reaches its batch through a thread-local
-// pointer; it appends, and flushes when full, when the oldest record is
-// older than JVMTRACE_ALLOC_BATCH_AGE_NS, and as it exits.  The VM thread
-// flushes every batch at each safepoint, where no owner can be appending
-// (appends run in _thread_in_vm, which a safepoint waits out), and is the
-// only one to unlink and free batches: those of exited threads, and all of
-// them at the first safepoint after the probe is detached, which it marks
-// by a new generation so that owners drop their stale pointers.
+// probe was attached, on a list (newest first).  The owner reaches its batch
+// through a thread-local pointer; it appends, and flushes when full, when
+// the oldest record is older than JVMTRACE_ALLOC_BATCH_AGE_NS, and as it
+// exits.  At every safepoint the VM thread takes the whole list (one swap,
+// while the owners are stopped: appends run in _thread_in_vm, which a
+// safepoint waits out) and moves to a new generation, so owners drop their
+// stale pointers and start a new batch at their next slow path; once the
+// safepoint has ended it fires what the batches held, in end_ns order, and
+// frees them.  So nothing per thread runs while the world is stopped, and a
+// batch lives from one safepoint to the next.
 static const uint32_t JVMTRACE_ALLOC_BATCH_RECORDS = 128;
 static const jlong JVMTRACE_ALLOC_BATCH_AGE_NS = 100 * NANOSECS_PER_MILLISEC;
 struct JvmtraceAllocBatch {
   JvmtraceAllocBatch* next;
   uint32_t count;
-  volatile bool exited;           // its owner is done with it (VM thread frees it)
   jlong first_end_ns;             // end_ns of records[0]
   JvmtraceAllocRecord records[JVMTRACE_ALLOC_BATCH_RECORDS];
 };
@@ -136,12 +140,21 @@ static JvmtraceAllocBatch* volatile jvmtrace_alloc_batches = nullptr;
 static volatile uint64_t jvmtrace_alloc_generation = 1;
 static THREAD_LOCAL JvmtraceAllocBatch* jvmtrace_own_alloc_batch = nullptr;
 static THREAD_LOCAL uint64_t jvmtrace_own_alloc_generation = 0;
+// What the current safepoint took (VM thread only).
+static JvmtraceAllocBatch* jvmtrace_alloc_taken = nullptr;
+static uint64_t jvmtrace_alloc_taken_safepoint = 0;
+static jlong jvmtrace_alloc_taken_ns = 0;
+static bool jvmtrace_alloc_taking = false;  // a safepoint took (possibly nothing) while attached
 
-static void jvmtrace_alloc_fire(const JvmtraceAllocRecord* records, uint32_t count) {
-  // Records made while attached but flushed after a detach are dropped.
-  if (count != 0 && JVMTRACE_ALLOC_BATCH_ENABLED()) {
+// Out of line, its arguments in registers (a global's would be "sym(%rip)",
+// which no USDT reader can follow).
+NOINLINE static void jvmtrace_alloc_fire(const JvmtraceAllocRecord* records, uint32_t count,
+                                         uint64_t safepoint_id, bool last) {
+  asm volatile("" : "+r"(safepoint_id));
+  // Records made while attached but fired after a detach are dropped.
+  if ((count != 0 || last) && JVMTRACE_ALLOC_BATCH_ENABLED()) {
     JVMTRACE_ALLOC_BATCH((uint64_t)p2i(records), count, (uint32_t)sizeof(JvmtraceAllocRecord),
-                         jvmtrace_tid(Thread::current()));
+                         jvmtrace_tid(Thread::current()), safepoint_id, (uint32_t)(last ? 1 : 0));
   }
 }
 
@@ -154,16 +167,17 @@ static JvmtraceAllocBatch* jvmtrace_own_alloc() {
   }
   static THREAD_LOCAL uint32_t malloc_failures = 0;
   jvmtrace_own_alloc_batch = nullptr;
-  if (malloc_failures++ % JVMTRACE_MALLOC_RETRY != 0) {
+  if (malloc_failures % JVMTRACE_MALLOC_RETRY != 0) {
+    malloc_failures++;
     return nullptr;
   }
   b = (JvmtraceAllocBatch*)os::malloc(sizeof(JvmtraceAllocBatch), mtServiceability);
   if (b == nullptr) {
+    malloc_failures++;
     return nullptr;
   }
   malloc_failures = 0;
   b->count = 0;
-  b->exited = false;
   b->first_end_ns = 0;
   JvmtraceAllocBatch* head;
   do {
@@ -180,11 +194,11 @@ void jvmtrace_alloc_append(const JvmtraceAllocRecord& r) {
          "a safepoint must not see a half-made batch");
   JvmtraceAllocBatch* b = jvmtrace_own_alloc();
   if (b == nullptr) {
-    jvmtrace_alloc_fire(&r, 1);  // no batch: the record goes out alone
+    jvmtrace_alloc_fire(&r, 1, 0, false);  // no batch: the record goes out alone
     return;
   }
   if (b->count != 0 && (jlong)r.end_ns - b->first_end_ns > JVMTRACE_ALLOC_BATCH_AGE_NS) {
-    jvmtrace_alloc_fire(b->records, b->count);
+    jvmtrace_alloc_fire(b->records, b->count, 0, false);
     b->count = 0;
   }
   if (b->count == 0) {
@@ -195,7 +209,7 @@ void jvmtrace_alloc_append(const JvmtraceAllocRecord& r) {
   // OutOfMemoryError with -XX:+ExitOnOutOfMemoryError exits at once): its
   // thread's records go out now.
   if (b->count == JVMTRACE_ALLOC_BATCH_RECORDS || r.outcome == JVMTRACE_SLOW_FAILED) {
-    jvmtrace_alloc_fire(b->records, b->count);
+    jvmtrace_alloc_fire(b->records, b->count, 0, false);
     b->count = 0;
   }
 }
@@ -204,97 +218,125 @@ void jvmtrace_alloc_thread_exit() {
   JvmtraceAllocBatch* b = jvmtrace_own_alloc_batch;
   jvmtrace_own_alloc_batch = nullptr;
   if (b == nullptr || jvmtrace_own_alloc_generation != Atomic::load(&jvmtrace_alloc_generation)) {
-    return;  // none, or freed already
+    return;  // none, or taken by a safepoint already
   }
-  jvmtrace_alloc_fire(b->records, b->count);
-  b->count = 0;
-  Atomic::release_store(&b->exited, true);
+  jvmtrace_alloc_fire(b->records, b->count, 0, false);
+  b->count = 0;  // the next safepoint frees it
 }
 
-bool jvmtrace_alloc_drain_requested() {
-  return JVMTRACE_ALLOC_DRAIN_ENABLED() != 0;
-}
-
-// Every thread's pending records, several threads' in one batch (one hit
-// per JVMTRACE_ALLOC_BATCH_RECORDS records, not one per thread); the
-// batches of exited threads are freed.  The VM thread at a safepoint.
-static void jvmtrace_alloc_flush_all() {
+// The taken batches' records, merged in end_ns order (each batch is in
+// order: one thread's), fired JVMTRACE_ALLOC_BATCH_RECORDS at a time; the
+// last batch (possibly empty) says so.  Then the batches are freed.
+static void jvmtrace_alloc_fire_taken(JvmtraceAllocBatch* taken, uint64_t safepoint_id) {
   static JvmtraceAllocRecord staged[JVMTRACE_ALLOC_BATCH_RECORDS];
+  // A binary heap of the batches with records left, by their next end_ns.
+  struct Head { JvmtraceAllocBatch* b; uint32_t at; };
   uint32_t n = 0;
-  JvmtraceAllocBatch* volatile* link = &jvmtrace_alloc_batches;
-  for (JvmtraceAllocBatch* b = *link; b != nullptr; b = *link) {
-    for (uint32_t i = 0; i < b->count; i++) {
-      staged[n++] = b->records[i];
-      if (n == JVMTRACE_ALLOC_BATCH_RECORDS) {
-        jvmtrace_alloc_fire(staged, n);
-        n = 0;
+  for (JvmtraceAllocBatch* b = taken; b != nullptr; b = b->next) {
+    if (b->count != 0) n++;
+  }
+  Head* heap = n > 0 ? (Head*)os::malloc(sizeof(Head) * n, mtServiceability) : nullptr;
+  uint32_t staged_n = 0;
+  if (heap == nullptr) {
+    // (no memory for the merge: each batch in turn, in order per thread)
+    for (JvmtraceAllocBatch* b = taken; b != nullptr; b = b->next) {
+      for (uint32_t i = 0; i < b->count; i++) {
+        staged[staged_n++] = b->records[i];
+        if (staged_n == JVMTRACE_ALLOC_BATCH_RECORDS) {
+          jvmtrace_alloc_fire(staged, staged_n, safepoint_id, false);
+          staged_n = 0;
+        }
       }
     }
-    b->count = 0;
-    if (Atomic::load_acquire(&b->exited)) {
-      *link = b->next;
-      os::free(b);
-    } else {
-      link = &b->next;
+  } else {
+    auto key = [&](uint32_t i) { return heap[i].b->records[heap[i].at].end_ns; };
+    auto sift_down = [&](uint32_t i, uint32_t size) {
+      for (;;) {
+        uint32_t least = i, l = 2 * i + 1, r = l + 1;
+        if (l < size && key(l) < key(least)) least = l;
+        if (r < size && key(r) < key(least)) least = r;
+        if (least == i) return;
+        Head t = heap[i]; heap[i] = heap[least]; heap[least] = t;
+        i = least;
+      }
+    };
+    uint32_t size = 0;
+    for (JvmtraceAllocBatch* b = taken; b != nullptr; b = b->next) {
+      if (b->count != 0) heap[size++] = Head{b, 0};
     }
+    for (uint32_t i = size / 2; i-- > 0;) sift_down(i, size);
+    while (size > 0) {
+      staged[staged_n++] = heap[0].b->records[heap[0].at++];
+      if (staged_n == JVMTRACE_ALLOC_BATCH_RECORDS) {
+        jvmtrace_alloc_fire(staged, staged_n, safepoint_id, false);
+        staged_n = 0;
+      }
+      if (heap[0].at == heap[0].b->count) heap[0] = heap[--size];
+      sift_down(0, size);
+    }
+    os::free(heap);
   }
-  jvmtrace_alloc_fire(staged, n);
+  jvmtrace_alloc_fire(staged, staged_n, safepoint_id, true);
+  while (taken != nullptr) {
+    JvmtraceAllocBatch* next = taken->next;
+    os::free(taken);
+    taken = next;
+  }
 }
 
-// Detached: what is left is nobody's.  Every batch goes; owners see the new
-// generation and start afresh when a tracer attaches again.
-static void jvmtrace_alloc_free_all() {
-  JvmtraceAllocBatch* b = Atomic::load(&jvmtrace_alloc_batches);
-  Atomic::store(&jvmtrace_alloc_batches, (JvmtraceAllocBatch*)nullptr);
-  while (b != nullptr) {
-    JvmtraceAllocBatch* next = b->next;
-    os::free(b);
-    b = next;
-  }
-  Atomic::inc(&jvmtrace_alloc_generation);
-}
-
-// The last safepoint whose records went out (VM thread only).
-static uint64_t jvmtrace_alloc_flushed_safepoint = 0;
-
-void jvmtrace_alloc_flush_for_gc() {
-  if (Atomic::load(&jvmtrace_alloc_batches) == nullptr || !JVMTRACE_ALLOC_BATCH_ENABLED() ||
-      !SafepointSynchronize::is_at_safepoint() || !Thread::current()->is_VM_thread()) {
-    return;
-  }
-  const uint64_t id = SafepointSynchronize::safepoint_id();
-  if (jvmtrace_alloc_flushed_safepoint == id) {
-    return;  // a second collection probe in this safepoint: done already
-  }
-  jvmtrace_alloc_flushed_safepoint = id;
-  jvmtrace_alloc_flush_all();
+bool jvmtrace_alloc_drain_waiting() {
+  return JVMTRACE_ALLOC_DRAIN_ENABLED() != 0;
 }
 
 void jvmtrace_alloc_at_safepoint() {
   assert(SafepointSynchronize::is_at_safepoint() && Thread::current()->is_VM_thread(),
          "owners must be stopped");
-  if (JVMTRACE_ALLOC_DRAIN_ENABLED()) {
-    // A tracer waits: the drain's time, read before the flush.
-    const jlong flush_began_ns = os::javaTimeNanos();
-    if (Atomic::load(&jvmtrace_alloc_batches) != nullptr) {
-      if (JVMTRACE_ALLOC_BATCH_ENABLED()) {
-        jvmtrace_alloc_flushed_safepoint = SafepointSynchronize::safepoint_id();
-        jvmtrace_alloc_flush_all();
-      } else {
-        jvmtrace_alloc_free_all();
-      }
-    }
-    JVMTRACE_ALLOC_DRAIN((uint64_t)flush_began_ns);
-  } else if (!JVMTRACE_ALLOC_BATCH_ENABLED() && Atomic::load(&jvmtrace_alloc_batches) != nullptr) {
-    jvmtrace_alloc_free_all();  // once, after a detach
+  const bool attached = JVMTRACE_ALLOC_BATCH_ENABLED() != 0;
+  if (!attached && Atomic::load(&jvmtrace_alloc_batches) == nullptr) {
+    return;  // detached, nothing left: nothing at all
+  }
+  // Several safepoints before an after (a nested begin cannot happen; a
+  // safepoint not run through VMThread::inner_execute could): what an
+  // earlier one took goes out first.
+  if (jvmtrace_alloc_taken != nullptr || jvmtrace_alloc_taking) {
+    jvmtrace_after_safepoint();
+  }
+  jvmtrace_alloc_taken = Atomic::load(&jvmtrace_alloc_batches);
+  Atomic::store(&jvmtrace_alloc_batches, (JvmtraceAllocBatch*)nullptr);
+  Atomic::inc(&jvmtrace_alloc_generation);
+  jvmtrace_alloc_taken_safepoint = SafepointSynchronize::safepoint_id();
+  jvmtrace_alloc_taken_ns = os::javaTimeNanos();
+  jvmtrace_alloc_taking = attached;
+  // The safepoints that end the VM have no after: their records now.
+  const VM_Operation* op = VMThread::vm_operation();
+  if (VMThread::should_terminate() || (op != nullptr && op->type() == VM_Operation::VMOp_Exit)) {
+    jvmtrace_after_safepoint();
   }
 }
 
-bool jvmtrace_alloc_drain_due() {
-  // Not during a safepoint: SafepointTracing::begin() zeroes the end stamp,
-  // which would read as a long time since the last one.
-  return JVMTRACE_ALLOC_DRAIN_ENABLED() != 0 && !SafepointSynchronize::is_at_safepoint() &&
-         SafepointTracing::time_since_last_safepoint_ms() >= 1000;
+void jvmtrace_after_safepoint() {
+  assert(Thread::current()->is_VM_thread(), "the VM thread's");
+  if (jvmtrace_alloc_taken == nullptr && !jvmtrace_alloc_taking) {
+    return;
+  }
+  JvmtraceAllocBatch* taken = jvmtrace_alloc_taken;
+  jvmtrace_alloc_taken = nullptr;
+  const bool attached = jvmtrace_alloc_taking;
+  jvmtrace_alloc_taking = false;
+  if (attached) {
+    jvmtrace_alloc_fire_taken(taken, jvmtrace_alloc_taken_safepoint);
+    if (JVMTRACE_ALLOC_DRAIN_ENABLED()) {
+      uint64_t flushed_ns = (uint64_t)jvmtrace_alloc_taken_ns;
+      asm volatile("" : "+r"(flushed_ns));  // (a register, not "sym(%rip)")
+      JVMTRACE_ALLOC_DRAIN(flushed_ns);
+    }
+  } else {
+    while (taken != nullptr) {  // detached: what is left is nobody's
+      JvmtraceAllocBatch* next = taken->next;
+      os::free(taken);
+      taken = next;
+    }
+  }
 }
 
 void jvmtrace_force_safepoint() {
@@ -322,7 +364,6 @@ size_t jvmtrace_heap_used() {
 }
 
 void jvmtrace_pause_start(const char* title, const char* cause, uint32_t kind) {
-  jvmtrace_alloc_flush_for_gc();  // the slow paths before this pause, before its start
   if (!JVMTRACE_GC_PAUSE_START_ENABLED()) {
     return;
   }
@@ -362,4 +403,140 @@ volatile uint64_t jvmtrace_metadata_epoch = 1;
 void jvmtrace_metadata_will_be_freed() {
   Atomic::inc(&jvmtrace_metadata_epoch);  // a full two-way fence
   OrderAccess::fence();
+}
+
+// --- the allocation slow path (MemAllocator::mem_allocate_slow, every line) ---
+
+static const char* jvmtrace_klass_name(const Klass* k, uint32_t* len) {
+  const Symbol* name = k->name();
+  *len = name != nullptr ? (uint32_t)name->utf8_length() : 0;
+  return name != nullptr ? (const char*)name->base() : nullptr;
+}
+
+JvmtraceSlowPathStart jvmtrace_slow_path_begin(JavaThread* thread, const Klass* klass, size_t word_size) {
+  if (JVMTRACE_ALLOC_SLOW_ENTER_ENABLED()) {
+    uint32_t len;
+    const char* name = jvmtrace_klass_name(klass, &len);
+    JVMTRACE_ALLOC_SLOW_ENTER((uint64_t)(word_size * HeapWordSize), name, len, jvmtrace_tid(thread));
+  }
+  JvmtraceSlowPathStart s;
+  // os::javaTimeNanos() is CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns().
+  // Read only while alloc__slow or alloc__batch is attached: 0 says "not
+  // measured".
+  s.start_ns = JVMTRACE_ALLOC_SLOW_ENABLED() || JVMTRACE_ALLOC_BATCH_ENABLED() ? os::javaTimeNanos() : 0;
+  s.gcs_before = Universe::heap()->total_collections();
+  return s;
+}
+
+void jvmtrace_tlab_refilled(JavaThread* thread, const Klass* klass, HeapWord* mem, size_t tlab_words,
+                            size_t word_size, uint64_t retired_waste_bytes) {
+  if (JVMTRACE_TLAB_REFILL_ENABLED()) {
+    uint32_t len;
+    const char* name = jvmtrace_klass_name(klass, &len);
+    JVMTRACE_TLAB_REFILL((uint64_t)p2i(mem), (uint64_t)(tlab_words * HeapWordSize),
+                         (uint64_t)(word_size * HeapWordSize), name, len, retired_waste_bytes,
+                         jvmtrace_tid(thread));
+  }
+}
+
+uint64_t jvmtrace_slow_path_end(JavaThread* thread, const Klass* klass, size_t word_size, HeapWord* mem,
+                                bool outside_tlab, size_t tlab_words, uint64_t retired_waste_bytes,
+                                const JvmtraceSlowPathStart& start, uint32_t* level) {
+  const bool exit_on = JVMTRACE_ALLOC_SLOW_EXIT_ENABLED() != 0;
+  const bool slow_on = JVMTRACE_ALLOC_SLOW_ENABLED() != 0;
+  const bool batch_on = JVMTRACE_ALLOC_BATCH_ENABLED() != 0;
+  const bool sample_on = JVMTRACE_ALLOC_SAMPLE_ENABLED() != 0;
+  if (!(exit_on || slow_on || batch_on || sample_on)) {
+    return 0;
+  }
+  // The end is read before any probe here fires, so alloc__slow,
+  // alloc__batch and alloc__sample report the same end and no probe's hit
+  // is in the duration (tlab__refill's is, when a tracer has that probe
+  // attached too).
+  const jlong end_ns = slow_on || batch_on || sample_on ? os::javaTimeNanos() : 0;
+  const uint32_t gcs = Universe::heap()->total_collections() - start.gcs_before;
+  uint32_t outcome;
+  if (mem == nullptr) {
+    outcome = JVMTRACE_SLOW_FAILED;
+  } else if (outside_tlab) {
+    outcome = gcs > 0 ? JVMTRACE_SLOW_OUTSIDE_TLAB_AFTER_GC : JVMTRACE_SLOW_OUTSIDE_TLAB;
+  } else if (tlab_words != 0) {
+    outcome = gcs > 0 ? JVMTRACE_SLOW_NEW_TLAB_AFTER_GC : JVMTRACE_SLOW_NEW_TLAB;
+  } else {
+    outcome = JVMTRACE_SLOW_CURRENT_TLAB;
+  }
+  if (exit_on) {
+    JVMTRACE_ALLOC_SLOW_EXIT((uint64_t)p2i(mem), (uint64_t)(word_size * HeapWordSize), outcome, gcs,
+                             jvmtrace_tid(thread));
+  }
+  if (!(slow_on || batch_on || sample_on)) {
+    return 0;
+  }
+  const bool new_tlab = jvmtrace_slow_new_tlab(outcome);
+  uint32_t len;
+  const char* name = jvmtrace_klass_name(klass, &len);
+  JvmtraceAllocRecord r;
+  r.start_ns = (uint64_t)start.start_ns;
+  r.end_ns = (uint64_t)end_ns;
+  r.address = (uint64_t)p2i(mem);
+  r.alloc_bytes = (uint64_t)(word_size * HeapWordSize);
+  r.tlab_bytes = new_tlab ? (uint64_t)(tlab_words * HeapWordSize) : 0;
+  r.retired_waste_bytes = new_tlab ? retired_waste_bytes : 0;
+  r.class_name = (uint64_t)p2i(name);
+  r.gcs = gcs;
+  r.tid = jvmtrace_tid(thread);
+  r.class_name_len = len;
+  r.outcome = (uint8_t)outcome;
+  memset(r.pad, 0, sizeof(r.pad));
+  // The sample (if this slow path is one) comes before its record is
+  // reported, so a tracer can pair the two (by end_ns, or as the thread's
+  // next alloc__slow).  Only what a slow path hands out counts: a failed
+  // one or the current TLAB's (JVMTI's sampler) not.
+  const uint64_t sample_bytes = new_tlab ? r.tlab_bytes : jvmtrace_slow_outside_tlab(outcome) ? r.alloc_bytes : 0;
+  uint64_t sample_id = 0;
+  if (sample_on && sample_bytes != 0) {
+    sample_id = jvmtrace_alloc_sample(thread, sample_bytes, r, level);
+  }
+  if (slow_on) {
+    JVMTRACE_ALLOC_SLOW(r.alloc_bytes, name, r.class_name_len, outcome, r.tlab_bytes,
+                        start.start_ns != 0 ? r.end_ns - r.start_ns : 0, r.address, r.retired_waste_bytes,
+                        gcs, r.start_ns, r.tid);
+  }
+  if (batch_on) {
+    jvmtrace_alloc_append(r);
+  }
+  return sample_id;
+}
+
+void jvmtrace_direct_copy_undone(HeapWord* obj, size_t word_size, uint32_t dest) {
+  jvmtrace_plab_event(JVMTRACE_PLAB_REC_UNDO, (uint64_t)p2i(obj), (uint64_t)(word_size * HeapWordSize), 0,
+                      dest);
+}
+
+void jvmtrace_promote_direct(HeapWord* obj, size_t word_size, uint32_t dest) {
+  const uint64_t address = (uint64_t)p2i(obj);
+  const uint64_t bytes = (uint64_t)(word_size * HeapWordSize);
+  if (JVMTRACE_PROMOTE_DIRECT_ENABLED()) {
+    JVMTRACE_PROMOTE_DIRECT((uint32_t)GCId::current_or_undefined(), address, bytes, dest,
+                            jvmtrace_tid(Thread::current()));
+  }
+  jvmtrace_plab_event(JVMTRACE_PLAB_REC_DIRECT, address, bytes, bytes, dest);
+}
+
+void jvmtrace_plab_allocated(HeapWord* bottom, size_t bytes, uint32_t dest) {
+  if (JVMTRACE_PLAB_ALLOC_ENABLED()) {
+    JVMTRACE_PLAB_ALLOC((uint32_t)GCId::current_or_undefined(), (uint64_t)p2i(bottom), (uint64_t)bytes, dest,
+                        jvmtrace_tid(Thread::current()));
+  }
+  jvmtrace_plab_event(JVMTRACE_PLAB_REC_ALLOC, (uint64_t)p2i(bottom), (uint64_t)bytes, 0, dest);
+}
+
+void jvmtrace_plab_retired(HeapWord* bottom, size_t bytes, size_t used_bytes, uint32_t dest) {
+  if (JVMTRACE_PLAB_RETIRE_ENABLED()) {
+    JVMTRACE_PLAB_RETIRE((uint32_t)GCId::current_or_undefined(), (uint64_t)p2i(bottom), (uint64_t)bytes,
+                         (uint64_t)used_bytes, (uint64_t)(bytes - used_bytes), dest,
+                         jvmtrace_tid(Thread::current()));
+  }
+  jvmtrace_plab_event(JVMTRACE_PLAB_REC_RETIRE, (uint64_t)p2i(bottom), (uint64_t)bytes, (uint64_t)used_bytes,
+                      dest);
 }

@@ -14,7 +14,8 @@
 
 #include "gc/shared/gcName.hpp"
 #include "runtime/osThread.hpp"
-#if __has_include("runtime/javaThread.hpp")   // 21+
+#include "utilities/jvmtraceRelease.hpp"
+#if JVMTRACE_JDK >= 21
 #include "runtime/javaThread.hpp"
 #else
 #include "runtime/thread.hpp"
@@ -39,8 +40,11 @@
 // an int3 trap, about 4x cheaper per hit.  {disp8} keeps gas from dropping
 // the zero displacement (which would give the 4-byte 0f 1f 04 00).
 // This applies to every probe expanded after this header in the same file.
+// x86-64 only: elsewhere sdt.h's own nop.
+#if defined(__x86_64__)
 #undef _SDT_NOP
 #define _SDT_NOP %{disp8%} nopl 0(%%rax,%%rax,1)
+#endif
 
 // The contract's values and record layouts (usdt/jvmtrace_abi.h in the
 // jvmtrace project, installed here by its build script): one declaration
@@ -80,11 +84,25 @@ size_t jvmtrace_heap_used();
 // the probe is attached.  bytes: what it handed out (the new TLAB's size,
 // or the object's outside TLABs); r: its alloc__batch record (complete
 // whether or not alloc__batch is attached).  Samples by bytes (a random
-// interval per thread: 64 KiB on average, longer where that would be over
-// 1,000 samples a second) and fires the probe with the thread's own Java
-// stack, before the record is appended to the thread's batch.
+// interval per thread, of a mean the VM sets for JvmtraceSampleRate samples
+// a second) and fires the probe with the thread's own Java stack, before
+// the record is appended to the thread's batch.  Returns the sample's id if
+// its object is to be tracked for sample__fates (0: not), its admission
+// level in *level.
 typedef struct jvmtrace_frame JvmtraceFrame;
-void jvmtrace_alloc_sample(JavaThread* jt, uint64_t bytes, const JvmtraceAllocRecord& r);
+uint64_t jvmtrace_alloc_sample(JavaThread* jt, uint64_t bytes, const JvmtraceAllocRecord& r, uint32_t* level);
+// 64 random bits from the calling thread's generator (jvmtraceStack.cpp).
+uint64_t jvmtrace_random();
+
+// sample__fates (jvmtraceLive.cpp): a sample to be taken; whether its
+// object is to be tracked (a coin at the table's level, random_bits' low
+// bits): its new id, or 0.
+uint64_t jvmtrace_live_admit(uint64_t random_bits, uint32_t* level);
+
+// alloc__drain (jvmtraceProbes.cpp): whether a tracer waits for it, and the
+// safepoint the ServiceThread then asks for.
+bool jvmtrace_alloc_drain_waiting();
+void jvmtrace_force_safepoint();
 
 // The kernel tid of t, cached by HotSpot at thread start (no syscall).
 inline int32_t jvmtrace_tid(const Thread* t) {

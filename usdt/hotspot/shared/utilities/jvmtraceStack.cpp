@@ -2,7 +2,7 @@
  * alloc__sample (jvmtrace.d): the allocating thread's own Java stack at a
  * sampled allocation slow path, walked by the VM itself as JFR's stack
  * recorder walks it (vframes: interpreted, C1, C2 and inlined scopes, with
- * their bytecode index and line), handed to the probe as an array of
+ * their bytecode index), handed to the probe as an array of
  * frames.  A tracer names the frames' Method*s from outside through
  * gHotSpotVMStructs, and trusts a name only while jvmtrace_metadata_epoch
  * is unchanged since the probe hit (jvmtraceHooks.hpp).
@@ -26,12 +26,9 @@
 #include "runtime/safepointVerifiers.hpp"
 #include "runtime/stackWatermarkSet.hpp"
 #include "runtime/vframe.inline.hpp"
-#if __has_include("runtime/continuationEntry.inline.hpp")  // 21+: virtual threads
-#define JVMTRACE_LOOM 1
-#endif
-#if __has_include("code/compiledMethod.hpp")  // 17, 21 (25 merged it into nmethod)
-#define JVMTRACE_COMPILED_METHOD 1
-#endif
+#include "utilities/jvmtraceGlobals.hpp"
+#include "utilities/jvmtraceRelease.hpp"
+#include "utilities/spinYield.hpp"
 #include <math.h>
 #include "utilities/jvmtraceProbes.hpp"
 
@@ -45,7 +42,7 @@ extern volatile uint64_t jvmtrace_metadata_epoch;  // jvmtraceProbes.cpp
 // continuation's entry is read only once this thread's stack processing
 // has started (JFR's rule).
 class JvmtraceVframeStream : public vframeStreamCommon {
-#ifdef JVMTRACE_LOOM
+#if JVMTRACE_JDK >= 21  // virtual threads
   static RegisterMap::WalkContinuation walk_continuation(JavaThread* jt) {
     return ((UseZGC || UseShenandoahGC) && !StackWatermarkSet::processing_started(jt))
                ? RegisterMap::WalkContinuation::skip
@@ -54,9 +51,9 @@ class JvmtraceVframeStream : public vframeStreamCommon {
 #endif
  public:
   explicit JvmtraceVframeStream(JavaThread* jt)
-#if !defined(JVMTRACE_LOOM)  // 17
+#if JVMTRACE_JDK == 17
       : vframeStreamCommon(jt, false /* process_frames */)
-#elif defined(JVMTRACE_COMPILED_METHOD)  // 21
+#elif JVMTRACE_JDK == 21
       : vframeStreamCommon(RegisterMap(jt, RegisterMap::UpdateMap::skip, RegisterMap::ProcessFrames::skip,
                                        walk_continuation(jt)))
 #else  // 25
@@ -70,7 +67,7 @@ class JvmtraceVframeStream : public vframeStreamCommon {
       return;
     }
     _frame = jt->last_frame();
-#ifdef JVMTRACE_LOOM
+#if JVMTRACE_JDK >= 21
     _cont_entry = jt->last_continuation();
 #endif
     // Past the runtime stub (and any VM frame) to the first Java frame.
@@ -120,10 +117,11 @@ static int jvmtrace_java_stack(JavaThread* jt, JvmtraceFrame* out, int max) {
     }
     if (m->method_holder()->is_hidden()) flags |= JVMTRACE_FRAME_HIDDEN_CLASS;
     if (m->is_hidden()) flags |= JVMTRACE_FRAME_HIDDEN_METHOD;
-    const int line = m->is_native() ? -1 : m->line_number_from_bci(bci);
+    // No line: the tracer maps the bci through the method's line table once
+    // per method (a scan of the compressed table per frame here, each sample).
     f.method = (uint64_t)p2i(m);
     f.bci = bci;
-    f.line = (uint16_t)(line > 0 && line <= 0xffff ? line : 0);
+    f.line = 0;
     f.kind = kind;
     f.flags = flags;
   }
@@ -162,108 +160,159 @@ static void jvmtrace_format_method(const Method* m, char* buf, size_t size) {
 // Sampling by bytes, as JEP 331's: each thread counts down a random
 // interval (exponential, of mean jvmtrace_sample_interval) in the bytes its
 // slow paths hand out (a new TLAB's, an object's outside TLABs), and the
-// slow path where it runs out is sampled.  The countdown forgets its past,
-// so a slow path of B bytes is sampled with probability p = 1 - e^(-B/mean)
-// whatever came before it; the sample weighs B / p bytes (Horvitz-Thompson:
-// what it stands for, on average exactly its slow paths' bytes), which a
-// tracer may scale to the bytes it counted exactly.
+// slow path where it runs out is a candidate.  The countdown forgets its
+// past, so a slow path of B bytes is a candidate with probability
+// p = 1 - e^(-B/mean) whatever came before it.  A candidate is sampled when
+// it takes a token from a bucket (below); one that finds the bucket empty is
+// sampled with probability q = 2^-k (k: candidates in a row that found it
+// empty; a token resets k), which depends on nothing but the past, so the
+// sample's weight B / p / q (Horvitz-Thompson) is still, on average, exactly
+// its slow paths' bytes.  No candidate is left out for certain: leaving out
+// the ones over a cap would move their bytes onto whatever came next
+// (measured on Lucene, its byte buffers' share fell from 24% to 13%).
 //
-// The mean starts at 64 KiB, not JEP 331's 512: a program that allocates
-// little (tens of MB/s) still gets hundreds of samples a second, enough for
-// its sites' shares to be right within a few per cent.  A program that
-// allocates a lot would get more than it should pay for, so the VM holds
-// the rate near JVMTRACE_SAMPLE_TARGET a second (250) by moving the mean in
-// proportion to the rate it measures, over windows that start at a sample
-// and end at the first of:
-//  - JVMTRACE_SAMPLE_WINDOW_SAMPLES (500), sooner than a second: a rate
-//    over JVMTRACE_SAMPLE_TOP (1,000 a second) scales the mean by the rate
-//    over the target; a rate under the top leaves it alone, so a short
-//    program at up to 1,000 slow paths a second (Rhino's, Saxon's, H2's)
-//    keeps every one sampled, which the agreement of its near ties with JFR
-//    needs.  A program that allocates gigabytes a second (AllocBench:
-//    10 GB/s, where 64 KiB is 150,000 samples a second) reaches its mean in
-//    its first window, a few milliseconds, and again within two windows
-//    when its compiled code takes over from the interpreter and allocates
-//    twenty times as fast.  The window is twice the target so that a burst
-//    of a few hundred slow paths does not raise the mean; if it did, the
-//    slow paths after it would be sampled at a quarter of their rate or
-//    less for the rest of a short run, each weighing four times as much,
-//    and the sites that allocate there would be ranked by a few samples
-//    (ecj on 25 under Parallel, whose TLAB refills after each collection
-//    come at over 1,000 a second for a few hundred ms: with windows of 375
-//    its mean rose at its fourth second, 1,690 of 2,974 slow paths were
-//    sampled, and 8 of JFR's top 10 were in its top 10; with 500, 1,956 and
-//    10, by bench/replay_sampler.py on that run's own slow paths);
-//  - a sample past the second: a rate under a quarter of the target scales
-//    the mean down by the rate over the target (never under 64 KiB).
-// So the rate settles between a quarter of the target and the top, and a
-// rate moved from outside that band lands on the target (decision 121:
-// 250, half of decision 118's 500, which cost AllocBench 1.3% of its CPU;
-// the top stayed at 1,000, so only programs that allocate faster than that
-// take fewer samples).
-// A second, not less: a program that allocates in bursts keeps every slow
-// path of a burst sampled as long as it takes fewer than 1,000 in a
-// second (Saxon: 1,600 slow paths of 500 KB TLABs in 3 s, whose sites are
-// near ties that only the whole set ranks right).  The rate is held by the
-// mean, never by leaving out a slow path that ran out (that would move its
-// bytes onto whatever slow path came next: measured on Lucene, its byte
-// buffers' share fell from 24% to 13%).  A thread picks a new mean up at
-// its next slow path by rescaling what is left of its countdown (still
-// exponential, of the new mean), and weighs its samples by the mean it
-// drew with.
+// The rate.  T = JvmtraceSampleRate a second (manageable; a tracer sets it
+// for its attach and puts the old value back).
+//  - The mean is set from the byte rate: over windows of 100 ms (a window
+//    ends at the first sample 100 ms after its start, or at once when the
+//    bucket runs empty), R = the sum of the window's samples' weights over
+//    its time, an unbiased estimate of the slow paths' byte rate; the new
+//    mean is R / T, within [64 KiB, 1 TiB].  A window of fewer than 10
+//    samples moves it halfway (in log space), so that noise is not chased.
+//    64 KiB is the floor: a program that allocates under T x 64 KiB a
+//    second gets fewer samples than T.
+//  - The bucket refills at 1.8 T a second and holds 0.2 T (at least 2):
+//    no second ever has more than 2 T samples but the coins' overshoot (at
+//    most 2 samples, on average, per time the bucket runs empty).
+//  - A sample after more than a second without one starts afresh: a tracer
+//    attached again, or a program that was quiet.  The mean goes back to
+//    64 KiB and the bucket is full; a program that allocates gigabytes a
+//    second (AllocBench: 10 GB/s) empties it in its first 0.2 T samples,
+//    which end the window and set the mean.
+//  - T = 0: every slow path is sampled, of weight B (for truth runs).
+// The controller's state is global, under a spin lock taken only by
+// candidates (at most about 2 T + the coins' a second, once the mean is
+// set).  A thread picks a new mean up at its next slow path by rescaling
+// what is left of its countdown (still exponential, of the new mean), and
+// weighs its samples by the mean it drew with.
 static const int64_t JVMTRACE_SAMPLE_BASE_BYTES = 64 * 1024;
 static const int64_t JVMTRACE_SAMPLE_MAX_BYTES = (int64_t)1 << 40;
-static const jlong JVMTRACE_SAMPLE_WINDOW_NS = NANOSECS_PER_SEC;
-static const double JVMTRACE_SAMPLE_TARGET = 250.0;       // a second, where a moved rate lands
-static const double JVMTRACE_SAMPLE_TOP = 1000.0;         // a second: the band's top
-static const int JVMTRACE_SAMPLE_WINDOW_SAMPLES = 500;    // a window's end, if sooner than a second
+static const jlong JVMTRACE_SAMPLE_WINDOW_NS = 100 * NANOSECS_PER_MILLISEC;
+static const jlong JVMTRACE_SAMPLE_SESSION_GAP_NS = NANOSECS_PER_SEC;
 static volatile int64_t jvmtrace_sample_interval = JVMTRACE_SAMPLE_BASE_BYTES;
-static volatile jlong jvmtrace_sample_window_start = 0;  // javaTimeNanos; 0: none yet
-static volatile int jvmtrace_sample_window_used = 0;
+static volatile int jvmtrace_sample_lock = 0;
+// Under the lock:
+static jlong jvmtrace_sample_last_ns = 0;         // the last sample's time; 0: none yet
+static jlong jvmtrace_sample_window_start = 0;
+static double jvmtrace_sample_window_bytes = 0;   // the window's samples' weights
+static int jvmtrace_sample_window_used = 0;
+static double jvmtrace_sample_tokens = 0;
+static jlong jvmtrace_sample_refilled_ns = 0;
+static int jvmtrace_sample_empty_run = 0;          // k
 static THREAD_LOCAL int64_t jvmtrace_sample_countdown = 0;
 static THREAD_LOCAL int64_t jvmtrace_sample_mean = 0;  // the mean the countdown was drawn with
 static THREAD_LOCAL uint64_t jvmtrace_sample_rng = 0;
 
-static int64_t jvmtrace_next_interval(int64_t mean) {
-  uint64_t x = jvmtrace_sample_rng != 0 ? jvmtrace_sample_rng : ((uint64_t)os::javaTimeNanos() | 1);
+// splitmix64's finalizer: a seed from values that differ little (threads
+// started within a microsecond, at neighbouring addresses) gives unrelated
+// streams.
+static uint64_t jvmtrace_mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * UCONST64(0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * UCONST64(0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+
+uint64_t jvmtrace_random() {
+  uint64_t x = jvmtrace_sample_rng;
+  if (x == 0) {
+    // The time, the thread's kernel id and address, and a count of seeds
+    // given out: no two threads start from the same state.
+    static volatile uint64_t seeds = 0;
+    Thread* t = Thread::current();
+    x = jvmtrace_mix64((uint64_t)os::javaTimeNanos() ^ jvmtrace_mix64((uint64_t)p2i(t)) ^
+                       jvmtrace_mix64(((uint64_t)(uint32_t)jvmtrace_tid(t) << 32) + Atomic::add(&seeds, (uint64_t)1)));
+    if (x == 0) x = 1;
+  }
   x ^= x << 13;
   x ^= x >> 7;
   x ^= x << 17;
   jvmtrace_sample_rng = x;
-  const double u = (double)(x >> 11) * (1.0 / 9007199254740992.0);  // [0, 1)
+  return x;
+}
+
+static int64_t jvmtrace_next_interval(int64_t mean) {
+  const double u = (double)(jvmtrace_random() >> 11) * (1.0 / 9007199254740992.0);  // [0, 1)
   return (int64_t)(-log(1.0 - u) * (double)mean) + 1;
 }
 
-// A sample was taken: count it in its window, and at the window's end move
-// the mean by the rate measured over it.  Races between threads lose a
-// count or an update at most (one thread ends a window: the one whose
-// compare-and-swap of its start wins); every sample's weight uses the mean
-// its own thread drew with, so none is ever weighed wrongly.  The first
-// sample after a while without any (a tracer attached again, a program
-// quiet for a time) ends a long window of a low rate: the mean goes back
-// toward 64 KiB.
-static void jvmtrace_sample_taken() {
+class JvmtraceSampleLocker : public StackObj {
+ public:
+  JvmtraceSampleLocker() {
+    SpinYield spin;
+    while (Atomic::cmpxchg(&jvmtrace_sample_lock, 0, 1) != 0) spin.wait();
+  }
+  ~JvmtraceSampleLocker() { Atomic::release_store(&jvmtrace_sample_lock, 0); }
+};
+
+// A candidate of B bytes, drawn with probability p: whether it is sampled,
+// and its weight.  Moves the mean at a window's end.
+static bool jvmtrace_sample_decide(double weight_p, uint64_t* weight) {
+  const double target = (double)JvmtraceSampleRate;
+  const double capacity = MAX2(2.0, 0.2 * target);
   const jlong now = os::javaTimeNanos();
-  const jlong start = Atomic::load(&jvmtrace_sample_window_start);
-  const int used = Atomic::add(&jvmtrace_sample_window_used, 1);
-  const double target = JVMTRACE_SAMPLE_TARGET;
-  const double rate = (double)used * (double)JVMTRACE_SAMPLE_WINDOW_NS / (double)MAX2(now - start, (jlong)1);  // a second
-  const bool ended = start == 0 || now - start >= JVMTRACE_SAMPLE_WINDOW_NS || used >= JVMTRACE_SAMPLE_WINDOW_SAMPLES;
-  if (!ended || Atomic::cmpxchg(&jvmtrace_sample_window_start, start, now) != start) {
-    return;
+  JvmtraceSampleLocker locker;
+  if (jvmtrace_sample_last_ns == 0 || now - jvmtrace_sample_last_ns > JVMTRACE_SAMPLE_SESSION_GAP_NS) {
+    // A new session: back to 64 KiB and a full bucket.
+    Atomic::store(&jvmtrace_sample_interval, JVMTRACE_SAMPLE_BASE_BYTES);
+    jvmtrace_sample_tokens = capacity;
+    jvmtrace_sample_refilled_ns = now;
+    jvmtrace_sample_empty_run = 0;
+    jvmtrace_sample_window_start = now;
+    jvmtrace_sample_window_bytes = 0;
+    jvmtrace_sample_window_used = 0;
   }
-  Atomic::store(&jvmtrace_sample_window_used, 0);
-  if (start == 0 || (rate <= JVMTRACE_SAMPLE_TOP && rate >= target / 4)) {
-    return;  // the first window, or a rate within the band
+  jvmtrace_sample_last_ns = now;
+  jvmtrace_sample_tokens = MIN2(capacity, jvmtrace_sample_tokens +
+      (double)(now - jvmtrace_sample_refilled_ns) * 1.8 * target / (double)NANOSECS_PER_SEC);
+  jvmtrace_sample_refilled_ns = now;
+  double q = 1.0;
+  bool empty = false;
+  if (jvmtrace_sample_tokens >= 1.0) {
+    jvmtrace_sample_tokens -= 1.0;
+    jvmtrace_sample_empty_run = 0;
+  } else {
+    empty = true;
+    jvmtrace_sample_empty_run = MIN2(jvmtrace_sample_empty_run + 1, 62);
+    q = ldexp(1.0, -jvmtrace_sample_empty_run);
+    if ((jvmtrace_random() >> 11) * (1.0 / 9007199254740992.0) >= q) {
+      return false;  // left out by the coin: no walk, no probe
+    }
   }
-  const double mean = (double)Atomic::load(&jvmtrace_sample_interval) * (rate / target);
-  Atomic::store(&jvmtrace_sample_interval,
-                (int64_t)MIN2((double)JVMTRACE_SAMPLE_MAX_BYTES, MAX2((double)JVMTRACE_SAMPLE_BASE_BYTES, mean)));
+  const double w = weight_p / q;
+  *weight = (uint64_t)(w + 0.5);
+  jvmtrace_sample_window_bytes += w;
+  jvmtrace_sample_window_used++;
+  const jlong elapsed = now - jvmtrace_sample_window_start;
+  if (elapsed >= JVMTRACE_SAMPLE_WINDOW_NS || (empty && elapsed > 0)) {
+    const double rate = jvmtrace_sample_window_bytes * (double)NANOSECS_PER_SEC / (double)elapsed;
+    const double old_mean = (double)Atomic::load(&jvmtrace_sample_interval);
+    double mean = rate / MAX2(target, 1.0);
+    if (jvmtrace_sample_window_used < 10) mean = sqrt(old_mean * MAX2(mean, 1.0));
+    Atomic::store(&jvmtrace_sample_interval,
+                  (int64_t)MIN2((double)JVMTRACE_SAMPLE_MAX_BYTES, MAX2((double)JVMTRACE_SAMPLE_BASE_BYTES, mean)));
+    jvmtrace_sample_window_start = now;
+    jvmtrace_sample_window_bytes = 0;
+    jvmtrace_sample_window_used = 0;
+  }
+  return true;
 }
 
 // The frames and the leaf's name on this function's own stack (valid while
-// the probe fires), not on the caller's hot path.
-NOINLINE static void jvmtrace_fire_sample(JavaThread* jt, uint64_t weight, const JvmtraceAllocRecord& r) {
+// the probe fires), not on the caller's hot path.  The leaf's name is
+// formatted for bpftrace (scripts/bpftrace/allocsite.bt reads arg0: it can
+// name nothing else), a copy of two Symbols' bytes.
+NOINLINE static void jvmtrace_fire_sample(JavaThread* jt, uint64_t weight, const JvmtraceAllocRecord& r,
+                                          uint64_t sample_id) {
   JvmtraceFrame frames[JVMTRACE_SAMPLE_MAX_FRAMES];
   char method[256];
   method[0] = '\0';
@@ -281,25 +330,33 @@ NOINLINE static void jvmtrace_fire_sample(JavaThread* jt, uint64_t weight, const
   asm volatile("" : "+r"(epoch_addr));
   JVMTRACE_ALLOC_SAMPLE(method, weight, (const char*)r.class_name, r.class_name_len, r.alloc_bytes,
                         (uint32_t)r.outcome, (uint64_t)p2i(frames), (uint32_t)n,
-                        (uint32_t)sizeof(JvmtraceFrame), r.end_ns, epoch_addr, jvmtrace_tid(jt));
+                        (uint32_t)sizeof(JvmtraceFrame), r.end_ns, epoch_addr, sample_id);
 }
 
-void jvmtrace_alloc_sample(JavaThread* jt, uint64_t bytes, const JvmtraceAllocRecord& r) {
-  if (bytes == 0) return;  // a failed allocation: nothing handed out
-  const int64_t mean = Atomic::load(&jvmtrace_sample_interval);
-  if (jvmtrace_sample_mean != mean) {
-    jvmtrace_sample_countdown = jvmtrace_sample_mean == 0
-        ? jvmtrace_next_interval(mean)
-        : (int64_t)((double)jvmtrace_sample_countdown * ((double)mean / (double)jvmtrace_sample_mean)) + 1;
-    jvmtrace_sample_mean = mean;
+uint64_t jvmtrace_alloc_sample(JavaThread* jt, uint64_t bytes, const JvmtraceAllocRecord& r, uint32_t* level) {
+  if (bytes == 0) return 0;  // a failed allocation: nothing handed out
+  uint64_t weight;
+  if (JvmtraceSampleRate == 0) {
+    weight = bytes;  // every slow path
+  } else {
+    const int64_t mean = Atomic::load(&jvmtrace_sample_interval);
+    if (jvmtrace_sample_mean != mean) {
+      jvmtrace_sample_countdown = jvmtrace_sample_mean == 0
+          ? jvmtrace_next_interval(mean)
+          : (int64_t)((double)jvmtrace_sample_countdown * ((double)mean / (double)jvmtrace_sample_mean)) + 1;
+      jvmtrace_sample_mean = mean;
+    }
+    jvmtrace_sample_countdown -= (int64_t)MIN2(bytes, (uint64_t)JVMTRACE_SAMPLE_MAX_BYTES);
+    if (jvmtrace_sample_countdown > 0) {
+      return 0;
+    }
+    jvmtrace_sample_countdown = jvmtrace_next_interval(mean);
+    const double p = -expm1(-(double)bytes / (double)mean);  // this slow path's chance
+    if (!jvmtrace_sample_decide((double)bytes / p, &weight)) {
+      return 0;
+    }
   }
-  jvmtrace_sample_countdown -= (int64_t)MIN2(bytes, (uint64_t)JVMTRACE_SAMPLE_MAX_BYTES);
-  if (jvmtrace_sample_countdown > 0) {
-    return;
-  }
-  jvmtrace_sample_countdown = jvmtrace_next_interval(mean);
-  const double p = -expm1(-(double)bytes / (double)mean);  // this slow path's chance
-  const uint64_t weight = (uint64_t)((double)bytes / p + 0.5);
-  jvmtrace_sample_taken();
-  jvmtrace_fire_sample(jt, weight, r);
+  const uint64_t id = jvmtrace_live_admit(jvmtrace_random(), level);
+  jvmtrace_fire_sample(jt, weight, r, id);
+  return id;
 }
