@@ -80,7 +80,7 @@ def test_each_combined_hit_equals_the_separate_hits_it_stands_for(jdks, java_cla
     hits (thread, address, sizes, destination), and arrive before its
     gc__end."""
     proc, out = held_jvm(jdks, java_classes, gc, "AllocWorker", 5_000_000)
-    dump, derr = attach([str(RAWDUMP), "-p", str(proc.pid)], "attached 16 probes")
+    dump, derr = attach([str(RAWDUMP), "-p", str(proc.pid)], "attached 17 probes")
     try:
         release_and_wait(proc, out)
     finally:
@@ -169,14 +169,30 @@ def test_each_combined_hit_equals_the_separate_hits_it_stands_for(jdks, java_cla
     # Fewer hits: a thread hands over up to 128 records a hit.
     alloc_batches = sum(1 for e in events if e[0] == "alloc__batch")
     assert alloc_batches * 8 < n_recs, (alloc_batches, n_recs)
-    # Every slow path that ended before a pause began arrives before it: the
-    # VM thread hands over every buffer once the threads are stopped.
-    later_min_end = float("inf")
-    for name, ts, tid, a, _ in reversed(events):
-        if name == "alloc__batch.record":
-            later_min_end = min(later_min_end, a[1])
-        elif name == "gc__pause__start":
-            assert later_min_end > ts, f"a slow path that ended at {later_min_end} arrived after a pause at {ts}"
+    # A safepoint takes every buffer while the threads are stopped and the VM
+    # thread fires them once it has ended (nothing of it inside the pause):
+    # its batches come after its safepoint__end, and by its last batch every
+    # slow path that ended before it began has arrived.
+    begun, ended_at, seen_ends, checked = {}, {}, [], 0
+    for name, ts, tid, a, _ in events:
+        if name == "safepoint__begin":
+            begun[a[1]] = ts
+        elif name == "safepoint__end":
+            ended_at[a[7]] = ts
+        elif name == "alloc__batch.record":
+            seen_ends.append(a[1])
+        elif name == "alloc__batch" and a[4] != 0:
+            sp = a[4]
+            # (the safepoint that ends the VM never ends: its records go out inside it)
+            vm_exit = sp not in ended_at and sp == max(begun)
+            assert vm_exit or (sp in ended_at and ts > ended_at[sp]), f"safepoint {sp}'s records fired inside it"
+            if a[5] == 1 and sp in begun:
+                checked += 1
+                total_before = sum(1 for e in events if e[0] == "alloc__batch.record" and e[3][1] < begun[sp])
+                arrived_before = sum(1 for end in seen_ends if end < begun[sp])
+                # (the records of this batch are the lines after it)
+                assert arrived_before + a[1] >= total_before, (sp, arrived_before, a[1], total_before)
+    assert checked > 0, "no safepoint's last batch was seen"
 
 
 @pytest.mark.parametrize("gc", GCS)

@@ -84,7 +84,7 @@ def test_every_argument_decodes_exactly_with_libbpf(usdt_fixture):
     rounds = 25
     run = traced_run(lambda pid: [str(rawdump), "-p", str(pid), "-b", str(usdt_fixture)],
                      [str(usdt_fixture), "--wait-for", "stdin", "--rounds", str(rounds)],
-                     ready=lambda l: l.startswith("attached 16 probes"), stderr_ready=True)
+                     ready=lambda l: l.startswith("attached 17 probes"), stderr_ready=True)
     assert run.target_rc == 0, run.target_err
     tid = 0xf3f2f1f0 - (1 << 32)
     got, stamps = [], []
@@ -118,7 +118,7 @@ def test_every_argument_decodes_exactly_with_libbpf(usdt_fixture):
             ("plab__batch.record", [None, U64, 0x2000, 0, i, tid, 0, i % 2], ""),
             ("plab__batch.record", [None, U64, 0x2000, 0x1800, i, tid, 1, i % 2], ""),
             ("plab__batch.record", [None, U64, 0x4000 + i, 0x4000 + i, i, tid, 2, i % 2], ""),
-            ("alloc__batch", [None, 1, 72, tid], ""),
+            ("alloc__batch", [None, 1, 72, tid, 0, 0], ""),
             # record: start_ns, end_ns (checked below), address, alloc_bytes, tlab_bytes,
             # retired_waste_bytes, class_name, gcs, tid, class_name_len, outcome
             ("alloc__batch.record", [None, None, U64, i, 0x10000 + i if i % 6 in (1, 3) else 0,

@@ -146,10 +146,10 @@ provider jvmtrace {
 	 *     uint32_t gc_id;
 	 *     int32_t  tid;          the thread that handed out/retired/copied
 	 *     uint8_t  kind;         0 plab__alloc, 1 plab__retire,
-	 *                            2 promote__direct, 3 undo: a direct
+	 *                            2 promote__direct, 3 undo (a direct
 	 *                            copy that lost the race to forward its
-	 *                            object, filled (address, bytes as its
-	 *                            promote__direct's)
+	 *                            object, filled; address and bytes as
+	 *                            its promote__direct's)
 	 *     uint8_t  dest;         0 young/survivor, 1 old
 	 *     uint8_t  pad[6];       48 bytes in all
 	 * A thread's batch is flushed when it holds 256 records, and every
@@ -301,8 +301,8 @@ provider jvmtrace {
 	 *   valid only while the probe fires; at most 256:
 	 *     uint64_t sample_id;
 	 *     uint32_t gc_id;   DIED, PROMOTED: the collection that saw it
-	 *     uint8_t  kind;    0 died, 1 thinned, 2 untracked, 3 promoted to
-	 *                       the old generation (Serial, Parallel, G1),
+	 *     uint8_t  kind;    0 died, 1 thinned, 2 untracked, 3 promoted (to
+	 *                       the old generation: Serial, Parallel, G1),
 	 *                       4 lost (sample_id: how many records of ids
 	 *                       now unknown the VM could not queue)
 	 *     uint8_t  flags;   0x01 ambiguous: several collections reported
