@@ -228,7 +228,11 @@ refresh_wrappers() {
 # its Depends name, so apt refuses it on Debian 12 rather than installing a
 # JVM that cannot start).
 deb_release() { if [ "$IN_ROOT" = 1 ]; then echo "Debian 13 (trixie)"; else echo "Debian 12 (bookworm)"; fi; }
-deb_version() { echo "${SRC_VERSION}+jvmtrace$(key_of patched)"; }
+# The package's own recipe (its maintainer script, control, layout): bump it
+# when a change here changes the package but not the image, so that the
+# cached .deb is remade and apt sees a new version.  (1 had no suffix.)
+DEB_RECIPE=2
+deb_version() { echo "${SRC_VERSION}+jvmtrace$(key_of patched).$DEB_RECIPE"; }
 deb_of() { echo "$cache/deb/jvmtrace-jdk-${jdk}_$(deb_version)_amd64.deb"; }
 build_deb() {
   local home out deb stage dest name=jvmtrace-$jdk-patched l r depends
@@ -295,6 +299,10 @@ build_deb() {
       " registers no alternatives: run /usr/lib/jvm/$name/bin/java." \
       " Built for $(deb_release), from its openjdk-$jdk packages." \
       > "$stage/DEBIAN/control"
+    # (the Java CA store, where no Debian JRE has made it: packaging/jdk/postinst.in)
+    sed -e "s|@LINE@|$jdk|g" -e "s|@HOME@|/usr/lib/jvm/$name|g" "$repo/packaging/jdk/postinst.in" \
+      > "$stage/DEBIAN/postinst"
+    chmod 0755 "$stage/DEBIAN/postinst"
     mkdir -p "$cache/deb"
     dpkg-deb --root-owner-group -Zgzip --build "$stage" "$deb.part" >/dev/null
     mv "$deb.part" "$deb"
