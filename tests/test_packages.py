@@ -6,8 +6,9 @@ root (21 and 25, with the same tools package), both made by mmdebstrap; a
 Java program runs on each packaged JDK traced by the packaged jvmtrace, the
 packaged daemon starts from its unit's command line and config, and
 `apt-get purge` + `autoremove` leave the root as it was.  Then, in a
-Debian 12 root with systemd booted (systemd-nspawn), the unit is started on
-install, reloads, and is stopped on removal."""
+Debian 12 and a Debian 13 root with systemd booted (systemd-nspawn), the
+unit is started on install, reloads, and is stopped on removal, and,
+hardened, still attaches eBPF to a JVM."""
 import json
 import os
 import re
@@ -242,13 +243,14 @@ def test_tools_and_jdks_21_and_25_install_trace_and_purge_cleanly_in_a_fresh_deb
 
 
 class BootedRoot:
-    """A fresh Debian 12 root with systemd booted in it (systemd-nspawn, its
-    own PID and mount namespaces, the host's network), for what only a
-    running systemd shows: the unit started, reloaded, stopped.  Commands go
-    in through nsenter into the container's init's namespaces."""
+    """A fresh Debian 12 (or 13: suite="trixie") root with systemd booted in
+    it (systemd-nspawn, its own PID and mount namespaces, the host's
+    network), for what only a running systemd shows: the unit started,
+    reloaded, stopped.  Commands go in through nsenter into the container's
+    init's namespaces."""
 
-    def __init__(self, where, *nspawn_args):
-        self.root = debian_root.fresh_root(where)
+    def __init__(self, where, *nspawn_args, suite="bookworm"):
+        self.root = debian_root.fresh_root(where, suite)
         sh(self.root, "apt-get update -qq && apt-get install -y -qq --no-install-recommends systemd systemd-sysv dbus")
         self.nspawn = subprocess.Popen(["systemd-nspawn", "-D", str(self.root), "--register=no", "--keep-unit",
                                         *nspawn_args, "--boot", "-q"], stdin=subprocess.DEVNULL,
@@ -271,11 +273,12 @@ class BootedRoot:
             time.sleep(0.1)
         # (systemctl talks to systemd over /run/systemd/private, which comes a
         # moment after init starts: until then it fails at once, "Failed to
-        # connect to bus")
+        # connect to bus" (systemd 252), "Failed to connect to system scope
+        # bus via local transport" (257))
         deadline = time.monotonic() + 120
         while True:
             r = self.run("systemctl is-system-running --wait", check=False, timeout=120)
-            if "Failed to connect to bus" not in r.stderr or time.monotonic() > deadline:
+            if not re.search(r"Failed to connect to .*bus", r.stderr) or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
         assert r.stdout.strip() in ("running", "degraded"), r.stdout + r.stderr
@@ -302,8 +305,10 @@ class BootedRoot:
                     pass
 
 
-def test_packaged_daemon_starts_reloads_and_stops_under_systemd(tools_deb, tmp_path):
-    booted = BootedRoot(tmp_path / "root")
+@pytest.mark.parametrize("suite", ["bookworm", "trixie"])
+def test_packaged_daemon_starts_reloads_and_stops_under_systemd(tools_deb, tmp_path, suite):
+    """On Debian 12 and on Debian 13 (systemd 252 and 257), from the same package."""
+    booted = BootedRoot(tmp_path / "root", suite=suite)
     try:
         # (/tmp is the container's own tmpfs: the package goes in /root)
         subprocess.run(["cp", str(tools_deb), str(booted.root / "root/jvmtrace.deb")], check=True)
@@ -341,29 +346,39 @@ CAPABILITIES = {"cap_bpf", "cap_perfmon", "cap_sys_admin", "cap_sys_ptrace", "ca
 JDK17 = "/usr/lib/jvm/java-17-openjdk-amd64"
 
 
-def test_hardened_unit_still_attaches_ebpf_to_a_jvm_under_systemd(tools_deb, tmp_path):
+@pytest.mark.parametrize("suite", ["bookworm", pytest.param("trixie", marks=pytest.mark.jdk_line("21"))])
+def test_hardened_unit_still_attaches_ebpf_to_a_jvm_under_systemd(tools_deb, tmp_path, suite, request):
     """The packaged unit under a real systemd (systemd-nspawn, with the
     capabilities eBPF needs given to the container): its hardening is in
     force (systemd's view, and the daemon's own /proc status: no new
     privileges, only the capabilities attach takes, a read-only /usr and
     /etc, no /home, a private /dev, no netlink socket), and through it the
-    daemon still attaches: stat to a JVM in the container (Debian's JDK 17,
-    bound in read-only) gives non-zero figures on /metrics, and a recording
-    lands in its state directory.  (The unit had no hardening before issue 21.)"""
+    daemon still attaches: stat to a JVM in the container gives non-zero
+    figures on /metrics, and a recording lands in its state directory.
+    (The unit had no hardening before issue 21.)  On Debian 12 the JVM is
+    Debian's JDK 17, bound in read-only; on Debian 13 (systemd 257) it is
+    the packaged jvmtrace-jdk-21, installed with the tools."""
     # The container's part: systemd-nspawn keeps CAP_BPF and CAP_PERFMON
     # from its payload and its seccomp filter refuses bpf() and
     # perf_event_open() (every service of the container inherits it): given
     # here, so that what is tested is the unit's own hardening.
-    booted = BootedRoot(tmp_path / "root", "--capability=CAP_BPF,CAP_PERFMON",
-                        "--system-call-filter=bpf perf_event_open", f"--bind-ro={JDK17}",
-                        "--bind-ro=/etc/java-17-openjdk")
+    nspawn_args = ["--capability=CAP_BPF,CAP_PERFMON", "--system-call-filter=bpf perf_event_open"]
+    if suite == "bookworm":
+        java_home, debs = JDK17, [tools_deb]
+        nspawn_args += [f"--bind-ro={JDK17}", "--bind-ro=/etc/java-17-openjdk"]
+    else:
+        java_home, debs = "/usr/lib/jvm/jvmtrace-21-patched", [tools_deb, request.getfixturevalue(
+            "debian13_jdk_debs")["21"]]
+    booted = BootedRoot(tmp_path / "root", *nspawn_args, suite=suite)
     try:
-        subprocess.run(["cp", str(tools_deb), str(booted.root / "root/jvmtrace.deb")], check=True)
+        (booted.root / "root/debs").mkdir()
+        subprocess.run(["cp", *map(str, debs), str(booted.root / "root/debs")], check=True)
         classes = booted.root / "root/classes"
         classes.mkdir()
+        # (class files of 17's javac: every line runs them)
         subprocess.run([f"{JDK17}/bin/javac", "-d", str(classes), *map(str, (REPO / "tests/java").glob("*.java"))],
                        check=True, capture_output=True)
-        booted.run("apt-get install -y -qq --no-install-recommends /root/jvmtrace.deb")
+        booted.run("apt-get install -y -qq --no-install-recommends /root/debs/*.deb")
         assert booted.run("systemctl is-active jvmtraced").stdout.strip() == "active"
         shown = booted.run("systemctl show jvmtraced -p " + " -p ".join(HARDENING)).stdout
         props = dict(l.split("=", 1) for l in shown.splitlines() if "=" in l)
@@ -387,7 +402,7 @@ def test_hardened_unit_still_attaches_ebpf_to_a_jvm_under_systemd(tools_deb, tmp
         # It allocates until the test kills it ("forever"; with stdin at EOF it
         # does not wait for "go"): a fixed amount of work (400M iterations) was
         # done, and the JVM gone, before the record attach below came.
-        booted.run(f"cd /root && nohup {JDK17}/bin/java -cp /root/classes AllocWorker forever "
+        booted.run(f"cd /root && nohup {java_home}/bin/java -cp /root/classes AllocWorker forever "
                    "</dev/null >/root/jvm.out 2>&1 & echo $! > /root/jvm.pid")
         jvm = booted.run("cat /root/jvm.pid").stdout.strip()
         booted.run(f"i=0; until jvmtrace daemon list | grep -q '^{jvm} '; do i=$((i+1)); [ $i -lt 100 ] || exit 1; "
