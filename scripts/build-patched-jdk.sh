@@ -38,7 +38,7 @@
 #             missing), jvmtrace-jdk-N installing into
 #             /usr/lib/jvm/jvmtrace-N-patched beside the system's JDK; prints
 #             deb=<path> last.  Cached under the cache's deb/ by the image's
-#             key.  17's is for Debian 12; 21's and 25's are for Debian 13
+#             key (a cached one is printed even if its image has gone).  17's is for Debian 12; 21's and 25's are for Debian 13
 #             (made of its runtime: they depend on its glibc, 2.38 or later).
 # Environment: JVMTRACE_CACHE (default /var/cache/jvmtrace)
 # Output (stdout, last lines): patched=<JAVA_HOME> / unpatched=<JAVA_HOME> / ...
@@ -326,6 +326,14 @@ if [ "$print_only" = 1 ]; then
     else echo "$v: JDK $jdk not built (would be $(out_of "$v"))" >&2; rc=1; fi
   done
   exit $rc
+fi
+
+# The .deb of this image key and packaging recipe is what --deb would make
+# again: served from the cache even when the image has gone (a build of
+# another patch replaces a line's image), with no HotSpot build for it.
+if [ "$make_deb" = 1 ] && [ -f "$(deb_of)" ]; then
+  echo "deb=$(deb_of)"
+  exit 0
 fi
 
 all_built=1
