@@ -219,7 +219,8 @@ def test_tools_and_jdks_21_and_25_install_trace_and_purge_cleanly_in_a_fresh_deb
     """Debian 13: the same tools package (built on Debian 12: its Depends,
     libelf1 among them, are met by Debian 13's libraries) and both JDK
     packages in one apt install; each JDK runs a traced program; none of
-    them registers an alternative; purge leaves the root as it was."""
+    them registers an alternative, and Debian's own JDK installs beside
+    them; purge leaves the root as it was."""
     # Made of Debian 13's runtime: apt refuses them on Debian 12 (glibc).
     for deb in debian13_jdk_debs.values():
         depends = subprocess.run(["dpkg-deb", "-f", str(deb), "Depends"], capture_output=True, text=True,
@@ -238,8 +239,22 @@ def test_tools_and_jdks_21_and_25_install_trace_and_purge_cleanly_in_a_fresh_deb
         check_ca_store(root, f"/usr/lib/jvm/jvmtrace-{line}-patched")
         traced_runs_on_the_packaged_jdk(root, line)
 
+    # Then the system's own JDK comes (Debian's openjdk-21): `java` is its,
+    # ours are untouched and still run, and ca-certificates-java, which had
+    # waited for a JRE of Debian's (decision 132 left its state alone), now
+    # brings the store up to date itself.
+    assert (root / "var/lib/ca-certificates-java/fresh").exists()
+    sh(root, "apt-get install -y -qq --no-install-recommends openjdk-21-jre-headless")
+    assert sh(root, "readlink -f /usr/bin/java").stdout.strip() == "/usr/lib/jvm/java-21-openjdk-amd64/bin/java"
+    assert not (root / "var/lib/ca-certificates-java/fresh").exists()
+    sh(root, "dpkg --verify jvmtrace-jdk-21 jvmtrace-jdk-25")
+    for line in DEBIAN13_JDKS:
+        check_ca_store(root, f"/usr/lib/jvm/jvmtrace-{line}-patched")
+        assert DEBIAN13_JDKS[line] in sh(root, f"/usr/lib/jvm/jvmtrace-{line}-patched/bin/java -version").stderr
+
     check_daemon_starts_from_its_unit(root)
-    check_purge_leaves_root_as_it_was(root, before, ["jvmtrace", "jvmtrace-jdk-21", "jvmtrace-jdk-25"])
+    check_purge_leaves_root_as_it_was(root, before, ["jvmtrace", "jvmtrace-jdk-21", "jvmtrace-jdk-25",
+                                                     "openjdk-21-jre-headless"])
 
 
 class BootedRoot:
