@@ -9,7 +9,8 @@ import jdk.jfr.Recording;
  * the start until told to stop, and the test drives the rest on stdin:
  *   "window": a "window-worker" thread runs AllocWorker.work(WINDOW_ITERATIONS),
  *             then calls System.gc() twice, and ends; prints "window done"
- *   "next":   waits for the steady worker to finish a round; prints "round N"
+ *   "next":   waits for the steady worker to finish a round, allocates a long[65536 + N]
+ *             (outside any TLAB) and prints "round N mark_ns T" (T: the wall clock just after)
  *   "end":    lets the steady worker finish two more rounds, stops it, stops
  *             JFR (writing JFR_OUT) and exits
  * Prints "steady tid T", then "working" once the steady worker finished its
@@ -20,6 +21,7 @@ import jdk.jfr.Recording;
 public class MidRun {
     static volatile boolean stop;
     static long rounds;  // guarded by MidRun.class
+    static final java.util.List<long[]> marks = new java.util.ArrayList<>();
 
     public static void main(String[] args) throws Exception {
         String jfrOut = args[0];
@@ -76,7 +78,12 @@ public class MidRun {
                     while (rounds < target) {
                         MidRun.class.wait();
                     }
-                    System.out.println("round " + rounds);
+                    // A mark in both records: an array too big for any TLAB
+                    // (outside-TLAB, its size the round's number), and the
+                    // wall clock right after it, to set JFR's stamps against.
+                    marks.add(new long[(1 << 16) + (int) rounds]);
+                    java.time.Instant now = java.time.Instant.now();
+                    System.out.println("round " + rounds + " mark_ns " + (now.getEpochSecond() * 1_000_000_000L + now.getNano()));
                     System.out.flush();
                 }
             } else if (line.equals("end")) {
