@@ -70,23 +70,34 @@ def jfr_allocations(home, jfr, times=None):
 
 def trace_allocations(events):
     """The trace's {tid: [refill ...]} and {tid: [outside ...]}, in each
-    thread's order, keyed as jfr_allocations."""
-    refills, outside, enter = defaultdict(list), defaultdict(list), {}
+    thread's order, keyed as jfr_allocations.  A slow path under way at the
+    attach has no enter (docs/research-fewer-hits.md: the VM's record has no
+    start), so its outside-TLAB allocation has no class (None); only a
+    thread's first slow path may be such (asserted)."""
+    refills, outside, enter, seen = defaultdict(list), defaultdict(list), {}, set()
     for e in events:
-        a = e["args"]
+        a, tid = e["args"], e["tid"]
         if e["probe"] == "tlab__refill":
-            refills[e["tid"]].append((a["class"], a["alloc_bytes"], a["tlab_bytes"]))
+            refills[tid].append((a["class"], a["alloc_bytes"], a["tlab_bytes"]))
         elif e["probe"] == "alloc__slow__enter":
-            enter[e["tid"]] = a["class"]
-        elif e["probe"] == "alloc__slow__exit" and a["outcome"] in SLOW_OUTSIDE_TLAB:
-            outside[e["tid"]].append((enter[e["tid"]], a["alloc_bytes"]))
+            enter[tid] = a["class"]
+        elif e["probe"] == "alloc__slow__exit":
+            assert tid in enter or tid not in seen, f"thread {tid}: a slow path's exit without its enter, mid-trace"
+            seen.add(tid)
+            if a["outcome"] in SLOW_OUTSIDE_TLAB:
+                outside[tid].append((enter.get(tid), a["alloc_bytes"]))
+            enter.pop(tid, None)
     return refills, outside
 
 
 def slices_at(part, whole):
-    """Where part occurs in whole as an unbroken stretch: [i, ...]."""
+    """Where part occurs in whole as an unbroken stretch: [i, ...].  A class
+    of None in part (a slow path under way at the attach) matches any."""
     n = len(part)
-    return [i for i in range(len(whole) - n + 1) if whole[i:i + n] == part]
+
+    def same(x, y):
+        return x == y or (x[0] is None and x[1:] == y[1:])
+    return [i for i in range(len(whole) - n + 1) if all(same(x, y) for x, y in zip(part, whole[i:i + n]))]
 
 
 def read_trace(out):
