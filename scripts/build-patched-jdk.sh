@@ -34,11 +34,12 @@
 #              what scripts/test.sh runs on)
 #   --print   print the JAVA_HOMEs (variant=path lines) if built; exit 1 if not
 #   --print-root  print the Debian 13 root 21 and 25 run in, if made
-#   --deb     also make a Debian package of the patched JDK 17 (built first
-#             if missing), installing into /usr/lib/jvm/jvmtrace-17-patched
-#             beside the system's JDK; prints deb=<path> last.  Cached under
-#             the cache's deb/ by the image's key.  (21 and 25 run only on
-#             Debian 13's glibc: no package for Debian 12.)
+#   --deb     also make a Debian package of the patched JDK (built first if
+#             missing), jvmtrace-jdk-N installing into
+#             /usr/lib/jvm/jvmtrace-N-patched beside the system's JDK; prints
+#             deb=<path> last.  Cached under the cache's deb/ by the image's
+#             key (a cached one is printed even if its image has gone).  17's is for Debian 12; 21's and 25's are for Debian 13
+#             (made of its runtime: they depend on its glibc, 2.38 or later).
 # Environment: JVMTRACE_CACHE (default /var/cache/jvmtrace)
 # Output (stdout, last lines): patched=<JAVA_HOME> / unpatched=<JAVA_HOME> / ...
 # Cold on 2 cores: JDK 17 about 20-25 min a variant; 21 or 25 add the Debian
@@ -97,7 +98,6 @@ while [ $# -gt 0 ]; do
 done
 
 if [ "$make_deb" = 1 ]; then
-  [ "$jdk" = 17 ] || die "--deb makes the JDK 17 package only: 21 and 25 need Debian 13's glibc (2.38), which Debian 12 lacks"
   [ "$print_only" = 0 ] || die "--deb and --print exclude each other"
   variants=(patched)
 fi
@@ -220,11 +220,19 @@ refresh_wrappers() {
 
 
 # The patched image as a Debian package: its JAVA_HOME under
-# /usr/lib/jvm/jvmtrace-17-patched, self-contained (the image's links into its
+# /usr/lib/jvm/jvmtrace-N-patched, self-contained (the image's links into its
 # own /etc and /usr/share become files; cacerts stays the system's), with
 # Debian's runtime's dependencies.  Registers no alternatives: the system's
-# java stays the system's.  Prints deb=PATH.
-deb_version() { echo "${SRC_VERSION}+jvmtrace$(key_of patched)"; }
+# java stays the system's.  Prints deb=PATH.  The package is for the Debian
+# release the runtime is from (17: Debian 12; 21, 25: Debian 13, whose glibc
+# its Depends name, so apt refuses it on Debian 12 rather than installing a
+# JVM that cannot start).
+deb_release() { if [ "$IN_ROOT" = 1 ]; then echo "Debian 13 (trixie)"; else echo "Debian 12 (bookworm)"; fi; }
+# The package's own recipe (its maintainer script, control, layout): bump it
+# when a change here changes the package but not the image, so that the
+# cached .deb is remade and apt sees a new version.  (1 had no suffix.)
+DEB_RECIPE=2
+deb_version() { echo "${SRC_VERSION}+jvmtrace$(key_of patched).$DEB_RECIPE"; }
 deb_of() { echo "$cache/deb/jvmtrace-jdk-${jdk}_$(deb_version)_amd64.deb"; }
 build_deb() {
   local home out deb stage dest name=jvmtrace-$jdk-patched l r depends
@@ -266,8 +274,9 @@ build_deb() {
     printf '%s\n' \
       "OpenJDK $SRC_VERSION (Debian's source and runtime) with a HotSpot built with the" \
       "jvmtrace USDT probes (provider jvmtrace) by jvmtrace's scripts/build-patched-jdk.sh," \
-      "image key $(key_of patched).  Run it as /usr/lib/jvm/$name/bin/java; trace it with" \
-      "jvmtrace (package jvmtrace).  OpenJDK's licences: /usr/lib/jvm/$name/legal/." \
+      "image key $(key_of patched), for $(deb_release).  Run it as" \
+      "/usr/lib/jvm/$name/bin/java; trace it with jvmtrace (package jvmtrace)." \
+      "OpenJDK's licences: /usr/lib/jvm/$name/legal/." \
       > "$stage/usr/share/doc/jvmtrace-jdk-$jdk/README"
     depends=$(dpkg-deb -f "$cache/debs/$SRC_VERSION/$SRC_PKG-jre-headless_${SRC_VERSION}_amd64.deb" Depends) \
       || die "Debian's runtime .deb is not in the cache (its Depends are the package's): rebuild the image"
@@ -288,7 +297,12 @@ build_deb() {
       " ." \
       " Installs into /usr/lib/jvm/$name, beside the system's JDK, and" \
       " registers no alternatives: run /usr/lib/jvm/$name/bin/java." \
+      " Built for $(deb_release), from its openjdk-$jdk packages." \
       > "$stage/DEBIAN/control"
+    # (the Java CA store, where no Debian JRE has made it: packaging/jdk/postinst.in)
+    sed -e "s|@LINE@|$jdk|g" -e "s|@HOME@|/usr/lib/jvm/$name|g" "$repo/packaging/jdk/postinst.in" \
+      > "$stage/DEBIAN/postinst"
+    chmod 0755 "$stage/DEBIAN/postinst"
     mkdir -p "$cache/deb"
     dpkg-deb --root-owner-group -Zgzip --build "$stage" "$deb.part" >/dev/null
     mv "$deb.part" "$deb"
@@ -312,6 +326,14 @@ if [ "$print_only" = 1 ]; then
     else echo "$v: JDK $jdk not built (would be $(out_of "$v"))" >&2; rc=1; fi
   done
   exit $rc
+fi
+
+# The .deb of this image key and packaging recipe is what --deb would make
+# again: served from the cache even when the image has gone (a build of
+# another patch replaces a line's image), with no HotSpot build for it.
+if [ "$make_deb" = 1 ] && [ -f "$(deb_of)" ]; then
+  echo "deb=$(deb_of)"
+  exit 0
 fi
 
 all_built=1

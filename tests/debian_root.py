@@ -1,7 +1,7 @@
-"""A fresh Debian 12 root for tests that must start from a bare system (the
-packages' install and removal, the main command's first minutes): made once
-with mmdebstrap (Debian's own tool) as a tarball under the cache, unpacked
-anew for each use.  Commands run in it through chroot inside a private mount
+"""A fresh Debian 12 (or 13) root for tests that must start from a bare
+system (the packages' install and removal, the main command's first
+minutes): made once with mmdebstrap (Debian's own tool) as a tarball under
+the cache, unpacked anew for each use.  Commands run in it through chroot inside a private mount
 namespace with the host's /proc, /sys and /dev, so eBPF works there as on
 the host and nothing stays mounted after."""
 import os
@@ -13,24 +13,37 @@ CACHE = Path(os.environ.get("JVMTRACE_CACHE", "/var/cache/jvmtrace"))
 # Bump to remake the tarball (its content is Debian's of the day it was made).
 RECIPE = 1
 TARBALL = CACHE / f"bookworm-minbase-{RECIPE}.tar"
+# Debian 13's: the sources a Debian 13 installation has (the release, its
+# updates and its security archive), since the packages under test depend
+# on the runtime of a point release.
+TRIXIE_RECIPE = 1
+SUITES = {
+    "bookworm": (TARBALL, ["http://deb.debian.org/debian"]),
+    "trixie": (CACHE / f"trixie-minbase-{TRIXIE_RECIPE}.tar",
+               ["deb http://deb.debian.org/debian trixie main",
+                "deb http://deb.debian.org/debian trixie-updates main",
+                "deb http://deb.debian.org/debian-security trixie-security main"]),
+}
 
 
-def tarball():
-    """The cached base root (minbase: essential and apt only), made if missing."""
-    if not TARBALL.exists():
-        TARBALL.parent.mkdir(parents=True, exist_ok=True)
-        part = TARBALL.with_suffix(".part.tar")
-        subprocess.run(["mmdebstrap", "--variant=minbase", "--include=ca-certificates", "bookworm", str(part),
-                        "http://deb.debian.org/debian"], check=True, capture_output=True, text=True)
-        part.rename(TARBALL)
-    return TARBALL
+def tarball(suite="bookworm"):
+    """The cached base root of a suite (minbase: essential and apt only), made if missing."""
+    path, mirrors = SUITES[suite]
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_suffix(".part.tar")
+        subprocess.run(["mmdebstrap", "--variant=minbase", "--include=ca-certificates", suite, str(part),
+                        *mirrors], check=True, capture_output=True, text=True)
+        part.rename(path)
+    return path
 
 
-def fresh_root(where):
-    """A new root at where (a directory that must not exist yet)."""
+def fresh_root(where, suite="bookworm"):
+    """A new root of suite (bookworm: Debian 12, trixie: Debian 13) at where
+    (a directory that must not exist yet)."""
     where = Path(where)
     where.mkdir(parents=True)
-    subprocess.run(["tar", "-C", str(where), "-xf", str(tarball())], check=True)
+    subprocess.run(["tar", "-C", str(where), "-xf", str(tarball(suite))], check=True)
     resolv = where / "etc/resolv.conf"
     if resolv.is_symlink() or resolv.exists():
         resolv.unlink()  # (never written through a link into the host)

@@ -418,10 +418,18 @@ def test_trace_names_the_g1_region_size(run):
     """report --check counts a G1 humongous object as the whole regions it
     takes, with the region size record puts in the trace's meta
     (heap_region_bytes); without it the check counts the object's own bytes
-    and finds the heap growing by more than was allocated."""
+    and finds the heap growing by more than was allocated.  Under Parallel
+    and Serial the heap has no regions (-Xlog:gc+init prints no region size)
+    and the meta must name none (nor G1's minimum TLAB size, read with it):
+    a region size there would make the check count a large object as whole
+    regions the heap never took."""
+    init = (run.work / "gc-init.log").read_text()
     if run.gc != "G1":
+        assert "Region Size" not in init, f"-Xlog:gc+init names a region size under {run.gc}: {init[:500]}"
+        assert "heap_region_bytes" not in run.trace.meta and "min_tlab_bytes" not in run.trace.meta, \
+            f"the meta of a {run.gc} run names {run.trace.meta.get('heap_region_bytes')!r} region bytes"
         return
-    want = g1_region_bytes((run.work / "gc-init.log").read_text())
+    want = g1_region_bytes(init)
     assert run.trace.meta.get("heap_region_bytes") == str(want), \
         f"trace meta heap_region_bytes {run.trace.meta.get('heap_region_bytes')!r}, -Xlog:gc+init region size {want}"
 

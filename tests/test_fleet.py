@@ -349,8 +349,10 @@ def test_real_prometheus_agrees_with_the_jvms_gc_logs(tmp_path, jdks17, java_cla
     - the GC counts' samples in the window rise by exactly each JVM's -Xlog:gc
       collections, and increase() of them equals that up to its extrapolation
       to the window's edges (at most 1.1 scrape intervals at each);
-    - histogram_quantile(0.99) of the young pauses lies in the bucket of the
-      log's p99;
+    - the young pauses' histogram counts as many as the log; histogram_quantile(0.99)
+      lies in the bucket where its own counts put the 99th percentile, and that
+      bucket is the log's p99's, or the next one with the log's p99 within the
+      probes' measured bracket of the edge between them;
     - the exited JVM's series go stale (an instant query no longer has them);
     - sum by (application) adds up across that JVM's restart (the JVMs of
       one application, one after the other)."""
@@ -407,6 +409,13 @@ def test_real_prometheus_agrees_with_the_jvms_gc_logs(tmp_path, jdks17, java_cla
             assert len(result) == 1, (q, result)
             return [(float(t), float(v)) for t, v in result[0]["values"]]
 
+        def raw_by(q, label):
+            """{label value: samples} of each series of q over the window."""
+            with urllib.request.urlopen(f"http://127.0.0.1:{prom.port}/api/v1/query?" + urllib.parse.urlencode(
+                    {"query": f"{q}[{window}s]", "time": f"{t_end:.3f}"}), timeout=10) as r:
+                result = json.load(r)["data"]["result"]
+            return {s["metric"][label]: [(float(t), float(v)) for t, v in s["values"]] for s in result}
+
         bounds = {}
         for j, logged, pauses, young, t1 in counts:
             samples = raw(f'jvmtrace_gc_ends_total{{pid="{j.pid}"}}')
@@ -427,8 +436,38 @@ def test_real_prometheus_agrees_with_the_jvms_gc_logs(tmp_path, jdks17, java_cla
             print(f"PID {j.pid}: -Xlog:gc {len(logged)} collections, {pauses} pauses, young p99 {log_p99 * 1e3:.3f} ms "
                   f"(bucket {lo * 1e3:g}..{hi * 1e3:g} ms); PromQL over {window}s: increase {inc:.3f}, "
                   f"pauses {pause_inc:.3f}, p99 {est * 1e3:.3f} ms")
-            near_edge = any(abs(log_p99 - b) / b < 0.05 for b in PAUSE_BOUNDS)
-            assert lo <= est <= hi or near_edge, (j.pid, est, log_p99, (lo, hi))
+            # The estimate, against the histogram's own counts: the buckets'
+            # raw samples rise, over the window, by exact counts (as the GC
+            # count does); their total is the log's young pauses, and
+            # histogram_quantile interpolates inside the bucket where the
+            # cumulative count reaches 0.99 of it.
+            rises = {}
+            for le, series in raw_by(f'jvmtrace_gc_pause_seconds_bucket{{pid="{j.pid}",kind="young"}}',
+                                     "le").items():
+                rises[float(le)] = series[-1][1] - series[0][1]
+            cum = sorted(rises.items())
+            assert cum[-1][0] == math.inf and cum[-1][1] == len(young), (cum, len(young))
+            rank = 0.99 * len(young)
+            h_hi = next(b for b, n in cum if n >= rank)
+            h_lo = max([b for b, _ in cum if b < h_hi], default=0.0)
+            assert h_lo <= est <= h_hi, (j.pid, est, (h_lo, h_hi), cum)
+            # The histogram's p99 bucket, against the log's: the same, or the
+            # next one when the log's p99 is within check_against_log's tight
+            # bracket (traced in [log - 1 ms, 1.1 log + 2 ms], the measured
+            # distance of the probes from the log's stamps:
+            # test_stop_the_world.py) of the edge between them.  The k-th
+            # smallest traced pause lies in the k-th smallest logged pause's
+            # bracket, since every pause lies in its own.
+            if (h_lo, h_hi) != (lo, hi):
+                if h_lo == hi:      # the histogram's is the next bucket up
+                    ok = hi <= 1.1 * log_p99 + 0.002
+                elif h_hi == lo:    # the next bucket down
+                    ok = lo >= log_p99 - 0.001
+                else:
+                    ok = False
+                assert ok, (f"PID {j.pid}: the histogram's p99 bucket {h_lo * 1e3:g}..{h_hi * 1e3:g} ms, the log's "
+                            f"p99 {log_p99 * 1e3:.3f} ms in {lo * 1e3:g}..{hi * 1e3:g} ms, beyond the probes' bracket")
+                print(f"PID {j.pid}: p99 one bucket apart, the log's within the probes' bracket of the edge")
         # The application's sum across the restart: both JVMs' collections.
         total = sum(len(logged) for _, logged, _, _, _ in counts)
         by_app = dict((s["application"], v) for s, v in prom.query(

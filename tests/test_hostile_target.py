@@ -137,9 +137,23 @@ def test_attaching_at_any_moment_of_start_up_never_harms_the_jvm(jdks17, java_cl
     missed = [r for r in results if r["after_libjvm"] and r["tracer_rc"] != 0]
     assert not missed, (f"seed {seed}: {len(missed)} tracers attached after libjvm.so was mapped failed; first: "
                         f"{missed[0]['tracer_err'][-1500:]}")
-    early = [r for r in attached if r["tool"] == "record" and "does not handle SIGQUIT yet" in r["tracer_err"]]
-    assert len(early) >= LAUNCHES // 10, \
-        f"seed {seed}: {len(early)} recorders attached before the JVM handled SIGQUIT: the window was not exercised"
+    # The held launches and the random moments, counted apart.  Every held
+    # recorder attaches before HotSpot handles SIGQUIT (by construction, so
+    # all of them must say so).  The random moments are not required to hit
+    # that window: measured, they did not (0 of 16 on a loaded 2-core
+    # machine, decision 142): a recorder starts too slowly to find a JVM
+    # that has mapped libjvm.so still without its handler.  The window is
+    # tested by the held launches; the count of random hits is printed.
+    def is_early(r):
+        return r["tracer_rc"] == 0 and "does not handle SIGQUIT yet" in r["tracer_err"]
+    held = [r for r in results if r["held"]]
+    not_early = [r for r in held if not is_early(r)]
+    assert not not_early, f"seed {seed}: a held recorder did not attach early: {not_early[0]['tracer_err'][-1500:]}"
+    randoms = [r for r in results if not r["held"] and r["tool"] == "record"]
+    early_random = [r for r in randoms if is_early(r)]
+    print(f"seed {seed}: {len(held)} held recorders, all early; {len(early_random)} of {len(randoms)} recorders "
+          f"attached at random moments early")
+    early = held + early_random
     # Those still got their perf map once the JVM could serve it.
     named = [r for r in early if "renamed once the perf map" in r["tracer_err"]
              and " (0 renamed" not in r["tracer_err"]]

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import BUILD_DIR
 from helpers import (PROBES, SEPARATE, SLOW_OUTSIDE_TLAB, LineReader, contract_probes, exec_argv, go_uptime_s,
-                     jfr_events, parse_gc_log, reap, traced_run)
+                     jfr_events, parse_gc_log, reap, traced_run, wait_until)
 from test_jvm_probes import GCS, java_cmd, worker_tid
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
@@ -724,3 +724,88 @@ def test_a_thread_gone_before_the_recorder_looks_keeps_its_name(jdks, java_class
     for x in events:
         by_tid[x["tid"]].add(x["thread"])
     assert all(len(v) == 1 for v in by_tid.values()), {t: v for t, v in by_tid.items() if len(v) > 1}
+
+
+def process_state(pid):
+    """The one-letter state of /proc/PID/stat (T: stopped)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2]
+
+
+# What one fixture round sends through the ring buffer, in the unit the
+# BPF side counts a loss in (bpf/event_stream.bpf.h, jvmtrace_record.bpf.c):
+# an event for a probe of its own, a record for a batch (a batch that finds
+# the ring full adds its record count to `dropped`).  Batched, a round is
+# four GC and pause events, plab__batch's 3 records and alloc__batch's 1
+# (--batch 1); separate, the ten probes of fixture_round.
+RING_UNITS_PER_ROUND = {"separate": 10, "batched": 4 + 3 + 1}
+
+
+def ring_units(events, probe_set):
+    """The units of RING_UNITS_PER_ROUND that these decoded events came in:
+    batched, a slow path (enter, a refill or not, exit) is one record."""
+    if probe_set == "separate":
+        return len(events)
+    return sum(1 for e in events if e["probe"] not in ("alloc__slow__enter", "tlab__refill"))
+
+
+def is_subsequence(part, whole):
+    it = iter(whole)
+    return all(any(x == y for y in it) for x in part)
+
+
+@pytest.mark.parametrize("probe_set", ["separate", "batched"])
+def test_a_full_ring_buffer_loses_exactly_what_it_counts(usdt_fixture, tmp_path, probe_set):
+    """A real overflow: the recorder is stopped (SIGSTOP) with a 1 MiB ring
+    buffer while 4 fixture threads fire 4 x 6000 rounds (about ten times what
+    the buffer holds), then let go.  What the trace holds plus its
+    ring_buffer_full count equals what the fixture fired, exactly (the
+    fixture's own count, "fired N"); what it holds is, per thread, the
+    fixture's stream with events left out, never altered or reordered; no
+    other cause of loss."""
+    threads, rounds = 4, 6000
+    out = tmp_path / "overflow.jvmtrace"
+    fx = subprocess.Popen([str(usdt_fixture), "--wait-for", "stdin", "--real-tid", "--threads", str(threads),
+                           "--rounds", str(rounds), "--linger", "3600000"],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    rec = None
+    try:
+        fx_out = LineReader(fx.stdout)
+        pid = int(fx_out.wait_for(lambda l: l.startswith("ready "), 60, "the fixture").split()[1])
+        rec = start_record(pid, out, "-b", usdt_fixture, "--probe-set", probe_set, "--buffer-mb", "1")
+        os.kill(rec.pid, signal.SIGSTOP)
+        wait_until(lambda: process_state(rec.pid) == "T", 10, "the recorder to stop")
+        fx.stdin.write("go\n")
+        fx.stdin.flush()
+        fired = int(fx_out.wait_for(lambda l: l.startswith("fired "), 120, "the fixture to fire").split()[1])
+        assert fired == threads * rounds
+        os.kill(rec.pid, signal.SIGCONT)
+        rec.send_signal(signal.SIGINT)
+        err = finish(rec)
+        assert rec.returncode == 0, err
+    finally:
+        if rec is not None and rec.poll() is None:
+            os.kill(rec.pid, signal.SIGCONT)
+        reap(fx, rec)
+    r, recs = dump_json(out)
+    assert r.returncode == 0, r.stderr
+    events = [x for x in recs if x["type"] == "event"]
+    lost = Counter()
+    for x in recs:
+        if x["type"] == "lost":
+            lost[x["kind"]] += x["count"]
+    sent = RING_UNITS_PER_ROUND[probe_set] * fired
+    kept = ring_units(events, probe_set)
+    print(f"{probe_set}: {sent} sent, {kept} kept, {lost['ring_buffer_full']} counted as ring_buffer_full")
+    assert set(lost) == {"ring_buffer_full"}, lost
+    assert kept + lost["ring_buffer_full"] == sent, (kept, dict(lost), sent)
+    assert kept < sent // 4, "the buffer did not overflow much: the test lost its point"
+    per_thread = defaultdict(list)
+    for e in events:
+        per_thread[e["tid"]].append((e["probe"], e["args"]))
+    expected = [ev for i in range(rounds) for ev in fixture_round(i, probe_set)]
+    for tid, evs in per_thread.items():
+        assert is_subsequence(evs, expected), f"thread {tid}: events altered or out of order"
+    end = next(x for x in recs if x["type"] == "end")
+    assert (end["events"], end["lost"]) == (len(events), lost["ring_buffer_full"])
+    assert f"ring buffer full {lost['ring_buffer_full']}," in err, err
