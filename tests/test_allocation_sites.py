@@ -28,6 +28,7 @@ start-up while `record --stacks` attaches and JFR records from its start:
 The names' lifetime (classes unloaded and their metadata reused, hidden
 classes, lambdas) is test_method_names_stay_right, on MetadataChurn."""
 import datetime
+import bisect
 import json
 import os
 import re
@@ -45,7 +46,7 @@ from corpus import PROGRAMS, record_held
 from helpers import LineReader, reap, start_held_and_attach, wait_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-import replay_sampler  # noqa: E402  (the sampler's model, test_sample_rate_is_held_from_the_start)
+import replay_sampler  # noqa: E402
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
 
@@ -196,7 +197,9 @@ def run_with_jfr(program, home, line, gc, work):
     flags = [f"-XX:StartFlightRecording=filename={work}/rec.jfr,settings={work}/alloc.jfc,dumponexit=true",
              *program.gc[gc]]
     assert not any("PreserveFramePointer" in f for f in flags)
-    return record_held(program, home, line, flags, work, JVMTRACE, "--stacks", "-v")
+    # The VM samples at up to 1,000 a second here (decision 148): the near ties of Rhino's and
+    # Saxon's sites need every slow path of a short run, which the default 250 leaves out.
+    return record_held(program, home, line, flags, work, JVMTRACE, "--stacks", "--sample-rate", "1000", "-v")
 
 
 @pytest.fixture(scope="module", params=CASES, ids=[f"{p.name}-jdk{l}-{g}" for p, l, g in CASES])
@@ -369,78 +372,71 @@ def test_method_names_stay_right(jdks, java_classes, tmp_path, delay_ms):
         assert unknown > 50, f"only {unknown} names refused: the late reader did not race the unloading"
 
 
-# The VM's sampler (jvmtraceStack.cpp, decisions 118 and 121): a rate over
-# the band's top lands on the target, over windows of this many samples.
-TARGET, TOP, WINDOW = 250, 1000, 500
-CONTROLLER = f"band@{TARGET}:{TOP}:{WINDOW}"  # bench/replay_sampler.py's name for it
-RATE_SECONDS = 6  # record -d: AllocWorker runs until the test stops it (issue 38: a fixed amount of work
-                  # took 4-8 s on 17 and 1.9 s on 21, too short to measure a rate)
+# The VM's sampler (jvmtraceStack.cpp, decision 148): JvmtraceSampleRate a
+# second, never more than twice that in any second.
+DEFAULT_RATE = 250
+RATE_SECONDS = 6  # record -d: AllocWorker runs until the test stops it (issue 38)
 
 
-def test_sample_rate_is_held_from_the_start(jdks, java_classes, tmp_path):
-    """The VM holds alloc__sample within its band (62 to 1,000 a second,
-    landing on 250 when it moves the mean) from the start, not only after
-    seconds (decision 118), and at the target where a program allocates
-    faster than the band's top (decision 121).  AllocWorker allocates
-    gigabytes a second, where the starting mean (64 KiB) would give 20,000
-    samples a second or more: the mean must reach its level within the
-    first window, and again when C2 takes over from the interpreter and
-    allocates twenty times as fast.  So no second of the run holds more
-    than twice the band's top (the top, the windows that see a jump, the
-    counting races; replayed offline on real slow-path streams the worst
-    second held 1,565), and the whole run no more than the band's top over
-    its span plus three windows.  Doubling the mean per 500 samples, as the
-    VM did before decision 118, spent about 4,000 samples on the way: 2,873
-    in one second of AllocWorker's run.  Nor may it fall far under: the
-    mean comes down when a second has under a quarter of the target, so an
-    allocating program keeps at least a fifth of the target.
+def sample_stamps(trace):
+    r = subprocess.run([str(JVMTRACE), "dump", "--json", str(trace)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return sorted(json.loads(l)["ts_ns"] for l in r.stdout.splitlines() if '"alloc__sample"' in l)
 
-    Within the band a rate is left alone, so the band alone does not tell
-    decision 121's target from decision 118's (AllocWorker's rate rises
-    inside it after the mean lands).  The VM's controller is also
-    bench/replay_sampler.py's model of it, which replays the run's own slow
-    paths (every one is in the trace).  The controller is chaotic (where a
-    window ends decides the next mean), so the model's count spreads over
-    its random countdowns (AllocWorker on 21: 3,566 to 4,455 over 20
-    seeds): the VM must take within 5% of the range the model of decision
-    121 takes over 20 seeds.  Decision 121's VM did in every run on 17, 21
-    and 25 (2,118 in 2,102-2,245; 3,660 in 3,566-4,455; 3,603 in
-    3,602-3,787); decision 118's VM fails it on every run tried (4,270
-    against 3,343-3,716; 3,206 against 2,780-2,898), where its own model
-    spans 4,050-4,645 and 3,054-3,234.  (On some runs the two models
-    overlap, AllocWorker's rate staying inside the band under both: there
-    the check tells nothing, and fails nothing.)"""
+
+def jvm_flag(jdks, pid, name):
+    """The flag's value as the JVM reports it (VM.flags -all)."""
+    r = subprocess.run([str(Path(jdks["patched"]) / "bin/jcmd"), str(pid), "VM.flags", "-all"],
+                       capture_output=True, text=True, timeout=60)
+    m = re.search(rf"\b{name}\s*=\s*(\d+)", r.stdout)
+    assert m, r.stdout[-2000:]
+    return int(m.group(1))
+
+
+@pytest.mark.parametrize("rate", [None, 1000], ids=["default", "rate-1000"])
+def test_sample_rate_is_held_from_the_start(jdks, java_classes, tmp_path, rate):
+    """The VM holds alloc__sample at its target from the start and never
+    over twice it in any second, however fast the program allocates
+    (decision 148; issue 35's first item).  AllocWorker allocates gigabytes
+    a second, where the starting mean (64 KiB) would give 20,000 samples a
+    second or more: the token bucket (0.2 x the target deep, refilled at
+    1.8 x a second) caps every second at twice the target and the first
+    window that empties it sets the mean.  Over the run the rate is within
+    40% of the target: decisions 118/121's VM, which left any rate between
+    62 and 1,000 alone, held AllocWorker anywhere in that band (614-857 a
+    second on a deep-stack server program, issue 35).  --sample-rate sets
+    the target for the recording through the attach mechanism and puts the
+    JVM's own back when it ends."""
+    target = rate or DEFAULT_RATE
     trace = tmp_path / "rate.jvmtrace"
     java = Path(jdks["patched"]) / "bin/java"
     cmd = [str(java), "-XX:+UnlockDiagnosticVMOptions", "-XX:+PauseAtStartup", "-XX:+UseG1GC", "-Xmx256m",
            "-cp", str(java_classes), "AllocWorker", "forever"]
+    extra = ["--sample-rate", str(rate)] if rate else []
     jvm, rec, err = start_held_and_attach(
-        cmd, tmp_path, lambda pid: [str(JVMTRACE), "record", "--stacks", "-p", str(pid), "-d", str(RATE_SECONDS),
-                                    "-o", str(trace)])
+        cmd, tmp_path, lambda pid: [str(JVMTRACE), "record", "--stacks", *extra, "-p", str(pid), "-d",
+                                    str(RATE_SECONDS), "-o", str(trace)])
     try:
         jvm.stdin.write("go\n")
         jvm.stdin.flush()
         assert rec.wait(120) == 0, "\n".join(err.drain())
         assert jvm.poll() is None, f"AllocWorker forever exited ({jvm.returncode}): {jvm.stderr.read()[-2000:]}"
+        # The JVM's own value is back.
+        assert jvm_flag(jdks, jvm.pid, "JvmtraceSampleRate") == DEFAULT_RATE
     finally:
         reap(jvm, rec)
-    r = subprocess.run([str(JVMTRACE), "dump", "--json", str(trace)], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    stamps = sorted(json.loads(l)["ts_ns"] for l in r.stdout.splitlines() if '"alloc__sample"' in l)
+    stamps = sample_stamps(trace)
     assert len(stamps) > 100, f"{len(stamps)} samples: AllocWorker did not allocate as the test needs"
     span = (stamps[-1] - stamps[0]) / 1e9
     per_second = Counter(int((t - stamps[0]) / 1e9) for t in stamps)
-    info = f"{len(stamps)} samples over {span:.2f} s; by second: {sorted(per_second.items())}"
+    # The busiest second anywhere (a sliding window), not only from the first sample.
+    busiest = max(bisect.bisect_right(stamps, t + 10**9) - i for i, t in enumerate(stamps))
+    info = f"{len(stamps)} samples over {span:.2f} s, busiest second {busiest}; by second: {sorted(per_second.items())}"
     print(info)
-    assert span >= 2, f"the run was too short to measure a rate: {info}"
-    assert max(per_second.values()) <= 2 * TOP, info
-    assert len(stamps) <= TOP * span + 3 * WINDOW, info
-    assert len(stamps) >= TARGET / 5 * span, info
-    paths = replay_sampler.slow_paths(str(JVMTRACE), trace)
-    model = sorted(len(replay_sampler.replay(paths, seed, CONTROLLER)) for seed in range(20))
-    took = len(stamps)
-    assert 0.95 * model[0] <= took <= 1.05 * model[-1], \
-        f"the VM took {took}, the model of decision 121 {model[0]}-{model[-1]} over 20 seeds; {info}"
+    assert span >= 4, f"the run was too short to measure a rate: {info}"
+    # (the bucket's coins may overshoot by about two samples each time it runs dry)
+    assert busiest <= 2 * target * 1.02 + 4, info
+    assert 0.6 * target * span <= len(stamps) <= 1.4 * target * span, info
 
 
 def test_libjvm_symbols_are_read_once_before_the_banner(jdks17, java_classes, tmp_path):

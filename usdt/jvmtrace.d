@@ -245,11 +245,12 @@ provider jvmtrace {
 	 * JvmtraceSampleRate samples a second (a manageable flag, default 250;
 	 * 0: every slow path, each of weight its bytes): it sets the mean from
 	 * the byte rate it estimates over windows of 100 ms, and a token bucket
-	 * (1.8 x the rate a second, 0.2 x the rate deep) keeps any second under
-	 * twice the rate: a candidate that finds the bucket empty is kept with
-	 * probability 2^-k (k: candidates in a row that found it empty) and
-	 * weighs 2^k times as much, so no slow path is left out for certain
-	 * and the weights stay unbiased.
+	 * (1.8 x the rate a second, 0.2 x the rate deep) keeps any second near
+	 * twice the rate at most: a candidate that finds the bucket empty is
+	 * kept with probability 2^-k (k: candidates in a row that found it
+	 * empty, at most 16), weighs 2^k times as much and takes the bucket into
+	 * debt, so no slow path is left out for certain and the weights stay
+	 * unbiased.
 	 * method: the leaf-most Java frame, "package.Class.method",
 	 *   NUL-terminated; valid only while the probe fires.
 	 * weight_bytes: the bytes this sample stands for, B / (1 - e^(-B/mean))

@@ -240,6 +240,22 @@ void print_summary(const Options& o, const trace::TraceWriter& writer, const Rec
   if (o.verbose && batched)
     std::fprintf(stderr, "jvmtrace record: %llu batched slow paths ended outside the recording (before its attach "
                  "or after its end): not recorded\n", (unsigned long long)recorder.outside_window_);
+  if (o.verbose && recorder.hold_counts_.holds)
+    std::fprintf(stderr, "jvmtrace record: %llu safepoints' records put before their pauses (%llu cut short: the "
+                 "last batch late or lost; at most %llu events held)\n",
+                 (unsigned long long)recorder.hold_counts_.holds, (unsigned long long)recorder.hold_counts_.cut_short,
+                 (unsigned long long)recorder.hold_counts_.max_held);
+  if (recorder.plab_undone_)
+    std::fprintf(stderr, "jvmtrace record: %llu direct copies lost their race to another GC thread (filled by the "
+                 "VM): not recorded as promotions%s\n", (unsigned long long)recorder.plab_undone_,
+                 recorder.plab_undo_unmatched_ ? " (some written already: counted as promotions)" : "");
+  if (recorder.fate_counts_.batches) {
+    const auto& f = recorder.fate_counts_;
+    std::fprintf(stderr, "jvmtrace record: sampled objects: %llu died, %llu promoted, %llu thinned, %llu untracked "
+                 "(%llu batches)\n", (unsigned long long)f.records[JVMTRACE_FATE_DIED],
+                 (unsigned long long)f.records[JVMTRACE_FATE_PROMOTED], (unsigned long long)f.records[JVMTRACE_FATE_THINNED],
+                 (unsigned long long)f.records[JVMTRACE_FATE_UNTRACKED], (unsigned long long)f.batches);
+  }
   if (o.verbose)
     std::fprintf(stderr, "jvmtrace record: %llu blocks in the last file; the largest block payload %zu bytes "
                  "(the limit: %u); %.1f ms in fsync/fdatasync\n", (unsigned long long)writer.blocks(),
@@ -425,9 +441,9 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
   auto write_meta = [&] { meta.write_once(writer); };
   recorder.before_first_record(write_meta);
 
-  // --sample-rate, --live-samples: set before the probes go in; a launched
-  // JVM cannot be attached to while it is held, so its are set as soon as it
-  // answers (until then, for its first moments, it samples at its own rate).
+  // --sample-rate, --live-samples: set before the probes go in; a JVM held
+  // at start-up cannot be attached to, so its are set as soon as it answers
+  // (until then, for its first moments, it samples at its own rate).
   std::vector<VmFlag> flags;
   if (!stock && bpf.vm_stacks()) {
     if (o.sample_rate >= 0) flags.push_back({"JvmtraceSampleRate", o.sample_rate, 250});
@@ -446,8 +462,8 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
     }
     return all;
   };
-  bool flags_pending = !flags.empty() && (launch ? true : !set_flags(true));
-  if (!launch) flags_pending = false;
+  // (a JVM held at start-up answers only once it runs: tried again as it goes)
+  bool flags_pending = !flags.empty() && (launch ? true : !set_flags(false));
   uint64_t flags_deadline_ns = clock_ns(CLOCK_MONOTONIC) + 30'000'000'000ull, flags_next_ns = 0;
   // Batched records count from here (those left in the VM from an earlier
   // tracer ended before).

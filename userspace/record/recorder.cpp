@@ -603,6 +603,22 @@ void Recorder::add_plab_batch(const jt_event& k, size_t size, bool has_stack) {
         e.probe = JT_PROMOTE_DIRECT;
         e.a[3] = r.dest;
         break;
+      case JVMTRACE_PLAB_REC_UNDO: {
+        // A direct copy that lost its race: its promote__direct (still
+        // waiting, its thread's, just before) is no promotion.
+        bool found = false;
+        for (auto it = pending_plab_.rbegin(); it != pending_plab_.rend(); ++it) {
+          if (it->probe == JT_PROMOTE_DIRECT && it->thread == e.thread && it->a[1] == r.address &&
+              it->a[2] == r.bytes && it->a[0] == r.gc_id) {
+            pending_plab_.erase(std::next(it).base());
+            found = true;
+            break;
+          }
+        }
+        plab_undone_++;
+        if (!found) plab_undo_unmatched_++;
+        continue;
+      }
       default:
         malformed_++;
         continue;

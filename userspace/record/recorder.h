@@ -100,6 +100,9 @@ class Recorder {
     uint64_t max_held = 0;       // most events held at once
   } hold_counts_;
   static constexpr uint64_t kMaxHoldNs = 1000000000, kMaxHeldEvents = 1 << 20;
+  // Direct copies that lost their race (plab__batch's undo records): their
+  // promote__direct left out; unmatched: it had been written already.
+  uint64_t plab_undone_ = 0, plab_undo_unmatched_ = 0;
   // sample__fates batches written, and their records by kind.
   struct FateCounts {
     uint64_t batches = 0;

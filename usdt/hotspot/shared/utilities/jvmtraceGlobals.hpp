@@ -15,8 +15,8 @@
 #define JVMTRACE_FLAG_LIST(product, range)                                   \
   product(uint, JvmtraceSampleRate, 250, MANAGEABLE,                         \
           "Allocation samples (jvmtrace alloc__sample) a second the VM "    \
-          "aims at while a tracer is attached, never more than twice as "   \
-          "many in any second; 0 samples every allocation slow path")       \
+          "aims at while a tracer is attached, about twice as many at most "\
+          "in any second; 0 samples every allocation slow path")            \
           range(0, 100000)                                                  \
                                                                             \
   product(uint, JvmtraceLiveSamples, 65536, MANAGEABLE,                     \

@@ -27,6 +27,7 @@
  */
 #include "gc/shared/collectedHeap.hpp"
 #include "gc/shared/gcId.hpp"
+#include "gc/shared/gc_globals.hpp"
 #include "gc/shared/oopStorage.hpp"
 #include "gc/shared/oopStorageSet.hpp"
 #include "memory/allocation.hpp"
@@ -149,8 +150,11 @@ static void jvmtrace_queue_fate(uint64_t id, uint8_t kind) {
   }
 }
 
+// As WeakHandle::release, but without the SATB pre-barrier: a live object
+// whose handle is dropped (thinning, clean-up) must not be kept alive for a
+// G1 or Shenandoah marking cycle.
 static void jvmtrace_release_slot(oop* slot) {
-  NativeAccess<ON_PHANTOM_OOP_REF>::oop_store(slot, oop(nullptr));  // as WeakHandle::release
+  NativeAccess<ON_PHANTOM_OOP_REF | AS_NO_KEEPALIVE>::oop_store(slot, oop(nullptr));
   jvmtrace_samples_storage->release(slot);
 }
 
@@ -181,6 +185,19 @@ class JvmtraceFateBatch : public StackObj {
   }
 };
 
+// JvmtraceLiveSamples, but at most 4,096 under generational ZGC, whose young
+// collections mark through the weak OopStorages as if they were strong: a
+// tracked object (and what it reaches) survives until an old collection.
+static uint32_t jvmtrace_live_capacity() {
+  uint32_t capacity = JvmtraceLiveSamples;
+#if INCLUDE_ZGC && JVMTRACE_JDK == 21
+  if (UseZGC && ZGenerational) capacity = MIN2(capacity, (uint32_t)4096);
+#elif INCLUDE_ZGC && JVMTRACE_JDK >= 25
+  if (UseZGC) capacity = MIN2(capacity, (uint32_t)4096);
+#endif
+  return capacity;
+}
+
 uint64_t jvmtrace_live_admit(uint64_t random_bits, uint32_t* level) {
   if (!JVMTRACE_SAMPLE_FATES_ENABLED() || jvmtrace_samples_storage == nullptr) {
     return 0;
@@ -204,17 +221,27 @@ void jvmtrace_sample_track(JavaThread* jt, oop obj, uint64_t id, uint32_t level)
     NativeAccess<ON_PHANTOM_OOP_REF>::oop_store(slot, obj);
   }
   bool thin = false, fates = false;
+  // The table, made outside the lock (it may be megabytes), installed under it.
+  JvmtraceLiveEntry* made = nullptr;
+  uint32_t made_capacity = 0;
+  if (jvmtrace_table == nullptr && slot != nullptr) {
+    made_capacity = jvmtrace_live_capacity();
+    made = (JvmtraceLiveEntry*)os::malloc(sizeof(JvmtraceLiveEntry) * made_capacity, mtServiceability);
+  }
   {
     JvmtraceTableLocker locker;
-    if (jvmtrace_table == nullptr && slot != nullptr) {
-      const uint32_t capacity = JvmtraceLiveSamples;
-      jvmtrace_table = (JvmtraceLiveEntry*)os::malloc(sizeof(JvmtraceLiveEntry) * capacity, mtServiceability);
-      jvmtrace_table_capacity = jvmtrace_table != nullptr ? capacity : 0;
+    if (jvmtrace_table == nullptr && made != nullptr) {
+      jvmtrace_table = made;
+      jvmtrace_table_capacity = made_capacity;
+      made = nullptr;
     }
     // Thinnings since the admission: the coins it missed, so that every
     // entry was kept with probability 2^-level (now).
     bool kept = slot != nullptr && jvmtrace_table != nullptr;
     const uint32_t now_level = Atomic::load(&jvmtrace_table_level);
+    if (level > now_level) {
+      kept = false;  // admitted before a clean-up reset the level: of a session that ended
+    }
     for (uint32_t l = level; kept && l < now_level; l++) {
       kept = (jvmtrace_random() & 1) != 0;
       if (!kept) jvmtrace_queue_fate(id, JVMTRACE_FATE_THINNED);
@@ -239,6 +266,9 @@ void jvmtrace_sample_track(JavaThread* jt, oop obj, uint64_t id, uint32_t level)
   if (slot != nullptr) {
     jvmtrace_release_slot(slot);
   }
+  if (made != nullptr) {
+    os::free(made);  // another thread's table was installed first
+  }
   if (thin || fates) {
     jvmtrace_service_notify((thin ? JVMTRACE_WORK_THIN : 0) | (fates ? JVMTRACE_WORK_FATES : 0));
   }
@@ -248,10 +278,12 @@ void jvmtrace_sample_track(JavaThread* jt, oop obj, uint64_t id, uint32_t level)
 // the storage (those not yet released included): on the VM thread or a GC
 // worker in a pause, on ZGC's or Shenandoah's own threads while mutators
 // run.  A store and a notify, nothing else.
+// (With no deaths the scan is still wanted while objects are tracked: it
+// notes this collection's promotions under its own id.)
 static void jvmtrace_samples_num_dead(size_t num_dead) {
-  if (num_dead == 0) return;
+  if (num_dead == 0 && Atomic::load(&jvmtrace_table_count) == 0) return;
   Atomic::store(&jvmtrace_fates_gc_id, (uint32_t)GCId::current_or_undefined());
-  Atomic::inc(&jvmtrace_fates_notifications);
+  if (num_dead != 0) Atomic::inc(&jvmtrace_fates_notifications);
   jvmtrace_service_notify(JVMTRACE_WORK_SCAN);
 }
 
@@ -298,6 +330,14 @@ static void jvmtrace_live_scan(JavaThread* jt, JvmtraceFateBatch& batch, uint32_
   JvmtraceLiveEntry dead[CHUNK];
   for (uint32_t i = 0;;) {
     uint32_t n_dead = 0;
+    // A collection that reported deaths since the scan began (a safepoint
+    // came in between chunks, or a concurrent cycle runs): what is found
+    // dead from here on may be of either.
+    if (Atomic::load(&jvmtrace_fates_notifications) != 0) {
+      Atomic::xchg(&jvmtrace_fates_notifications, (uint32_t)0);
+      gc_id = Atomic::load(&jvmtrace_fates_gc_id);
+      flags |= JVMTRACE_FATE_AMBIGUOUS;
+    }
     {
       NoSafepointVerifier nsv;
       const uint32_t end = MIN2(i + CHUNK, Atomic::load_acquire(&jvmtrace_table_count));
@@ -342,6 +382,12 @@ static void jvmtrace_live_scan(JavaThread* jt, JvmtraceFateBatch& batch, uint32_
 // objects), so every entry stands for 2^level times its weight again.
 static void jvmtrace_live_thin(JavaThread* jt, JvmtraceFateBatch& batch) {
   uint32_t top;
+  // What is in the batch goes out at the level it was made at.
+  if (jvmtrace_table == nullptr ||
+      Atomic::load(&jvmtrace_table_count) < jvmtrace_table_capacity - jvmtrace_table_capacity / 8) {
+    return;
+  }
+  batch.fire();
   {
     JvmtraceTableLocker locker;
     if (jvmtrace_table == nullptr ||
@@ -414,6 +460,9 @@ static void jvmtrace_live_cleanup(JavaThread* jt) {
   }
   for (uint32_t k = 0; k < count; k++) {
     jvmtrace_release_slot(table[k].slot);
+    if ((k & 1023) == 1023) {
+      ThreadBlockInVM tbivm(jt);  // a safepoint may come in between
+    }
   }
   os::free(table);
 }

@@ -181,9 +181,10 @@ static void jvmtrace_format_method(const Method* m, char* buf, size_t size) {
 //    samples moves it halfway (in log space), so that noise is not chased.
 //    64 KiB is the floor: a program that allocates under T x 64 KiB a
 //    second gets fewer samples than T.
-//  - The bucket refills at 1.8 T a second and holds 0.2 T (at least 2):
-//    no second ever has more than 2 T samples but the coins' overshoot (at
-//    most 2 samples, on average, per time the bucket runs empty).
+//  - The bucket refills at 1.8 T a second and holds 0.2 T (at least 2), and
+//    a coin's sample takes it into debt: a second has at most 2 T samples
+//    plus the debt at its end (each coin in a run halves the next one's
+//    chance, so a few at most).
 //  - A sample after more than a second without one starts afresh: a tracer
 //    attached again, or a program that was quiet.  The mean goes back to
 //    64 KiB and the bucket is full; a program that allocates gigabytes a
@@ -259,8 +260,8 @@ class JvmtraceSampleLocker : public StackObj {
 static bool jvmtrace_sample_decide(double weight_p, uint64_t* weight) {
   const double target = (double)JvmtraceSampleRate;
   const double capacity = MAX2(2.0, 0.2 * target);
-  const jlong now = os::javaTimeNanos();
   JvmtraceSampleLocker locker;
+  const jlong now = os::javaTimeNanos();  // (under the lock: time never runs backwards here)
   if (jvmtrace_sample_last_ns == 0 || now - jvmtrace_sample_last_ns > JVMTRACE_SAMPLE_SESSION_GAP_NS) {
     // A new session: back to 64 KiB and a full bucket.
     Atomic::store(&jvmtrace_sample_interval, JVMTRACE_SAMPLE_BASE_BYTES);
@@ -281,12 +282,18 @@ static bool jvmtrace_sample_decide(double weight_p, uint64_t* weight) {
     jvmtrace_sample_tokens -= 1.0;
     jvmtrace_sample_empty_run = 0;
   } else {
+    // k at most 16: q then still depends only on the past (unbiased), and a
+    // weight stays within 2^16 of its slow path's.
     empty = true;
-    jvmtrace_sample_empty_run = MIN2(jvmtrace_sample_empty_run + 1, 62);
+    jvmtrace_sample_empty_run = MIN2(jvmtrace_sample_empty_run + 1, 16);
     q = ldexp(1.0, -jvmtrace_sample_empty_run);
     if ((jvmtrace_random() >> 11) * (1.0 / 9007199254740992.0) >= q) {
       return false;  // left out by the coin: no walk, no probe
     }
+    // A coin's sample takes the bucket into debt, which later tokens repay:
+    // so the coins add to a second's samples only what the debt is at its
+    // end (a few: each one halves the next one's chance).
+    jvmtrace_sample_tokens -= 1.0;
   }
   const double w = weight_p / q;
   *weight = (uint64_t)(w + 0.5);
