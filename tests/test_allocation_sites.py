@@ -36,7 +36,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
@@ -500,3 +500,56 @@ def test_libjvm_symbols_are_read_once_before_the_banner(jdks17, java_classes, tm
     java_named = [f for f in frames if f["kind"] != "vm" and f["method"].startswith("AllocWorker.")]
     assert java_named, "no Java frame of AllocWorker was named"
     assert any("::" in f["method"] for f in vm), f"no VM frame named from libjvm.so's symbols: {vm[:5]}"
+
+
+def test_lines_are_jfrs(sites_run):
+    """The VM walks bytecode indexes only and jvmtrace maps each to its line
+    through the method's line table, read from outside (decision 150).  JFR
+    walks its own stacks and gives each frame's line: for every allocation
+    site (leaf-most Java frame) that holds 2% or more of either's bytes, the
+    line that holds most of its bytes is the same in both, and jvmtrace
+    names a line (not 0) for nearly every sampled frame of a method that has
+    a line table.  A decoder off by one byte, or reading 17's table the 21
+    way, moves every line."""
+    r = sites_run
+    home = r["home"]
+    jfr_lines = defaultdict(Counter)
+    for kind, v, cls, name in replay_sampler.jfr_top_frames(
+            str(Path(home) / "bin/jfr"), r["work"] / "rec.jfr",
+            ["jdk.ObjectAllocationInNewTLAB", "jdk.ObjectAllocationOutsideTLAB"]):
+        b = v["tlabSize"] if kind == "jdk.ObjectAllocationInNewTLAB" else v["allocationSize"]
+        line = v["stackTrace"]["frames"][0].get("lineNumber", 0)
+        jfr_lines[class_of(cls) + "." + name][line] += b
+    ours = defaultdict(Counter)
+    named = zero = 0
+    d = subprocess.run([str(JVMTRACE), "dump", "--json", str(r["trace"])], capture_output=True, text=True,
+                       timeout=600)
+    assert d.returncode == 0, d.stderr
+    for l in d.stdout.splitlines():
+        x = json.loads(l)
+        if x.get("probe") != "alloc__sample":
+            continue
+        java = [f for f in x["args"]["stack"] if f["kind"] not in ("vm", "native")]
+        for f in java:
+            if f["file"]:
+                named += 1
+                zero += f["line"] == 0
+        if java and java[0]["method"] != "[unknown method]":
+            name, _, method = java[0]["method"].rpartition(".")
+            ours[class_of(name) + "." + method][java[0]["line"]] += x["args"]["weight_bytes"]
+    assert named > 100, named
+    assert zero <= 0.01 * named, f"{zero} of {named} frames of methods with a source file have no line"
+    total_jfr = sum(sum(c.values()) for c in jfr_lines.values())
+    total_ours = sum(sum(c.values()) for c in ours.values())
+    checked, wrong = 0, []
+    for m in set(jfr_lines) & set(ours):
+        if sum(jfr_lines[m].values()) < 0.02 * total_jfr and sum(ours[m].values()) < 0.02 * total_ours:
+            continue
+        checked += 1
+        theirs, mine = jfr_lines[m].most_common(1)[0][0], ours[m].most_common(1)[0][0]
+        if theirs != mine:
+            wrong.append((m, theirs, dict(jfr_lines[m].most_common(3)), mine, dict(ours[m].most_common(3))))
+    assert checked >= 3, f"only {checked} sites to compare"
+    # (two lines of one site within a few per cent of each other may swap places by sampling)
+    close = [w for w in wrong if w[2].get(w[3], 0) >= 0.8 * w[2][w[1]]]
+    assert len(wrong) - len(close) == 0, f"{checked} sites, lines differ: {wrong}"

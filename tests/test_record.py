@@ -809,3 +809,54 @@ def test_a_full_ring_buffer_loses_exactly_what_it_counts(usdt_fixture, tmp_path,
     end = next(x for x in recs if x["type"] == "end")
     assert (end["events"], end["lost"]) == (len(events), lost["ring_buffer_full"])
     assert f"ring buffer full {lost['ring_buffer_full']}," in err, err
+
+
+def test_the_end_collects_the_buffers_without_periodic_safepoints(jdks, java_classes, tmp_path):
+    """A batched recording's end asks the VM for a safepoint (alloc__drain)
+    to collect the slow paths still in its buffers.  Before decision 147, 17
+    and 21 asked through SafepointSynchronize::is_cleanup_needed(), which the
+    VM thread consults only every GuaranteedSafepointInterval, and 25
+    through the ServiceThread's timer (ServiceThreadCleanupInterval): with
+    either set to 0 a quiet JVM took no safepoint, the recorder waited its
+    5 s and said the last slow paths were missing.  Now a periodic task of
+    jvmtrace's wakes the ServiceThread, which forces one: on a JVM with both
+    intervals 0, idle since its work, the end takes well under a second and
+    the threads' slow paths are in the trace."""
+    trace = tmp_path / "quiet.jvmtrace"
+    java = Path(jdks["patched"]) / "bin/java"
+    flags = ["-XX:+UnlockDiagnosticVMOptions", "-XX:GuaranteedSafepointInterval=0"]
+    if int(jdks["line"]) >= 25:
+        flags.append("-XX:ServiceThreadCleanupInterval=0")
+    jvm = subprocess.Popen([str(java), *flags, "-XX:+UseG1GC", "-Xms1g", "-Xmx1g", "-Xmn800m", "-cp",
+                            str(java_classes), "ShortThreads", "8"], cwd=tmp_path, stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    rec = None
+    try:
+        out = LineReader(jvm.stdout)
+        out.wait_for(lambda l: l.startswith("ready "), 60, "ShortThreads to start")
+        rec = subprocess.Popen([str(JVMTRACE), "record", "-v", "-p", str(jvm.pid), "-o", str(trace)],
+                               stderr=subprocess.PIPE, text=True)
+        err = LineReader(rec.stderr)
+        err.wait_for(lambda l: l.startswith("Recording PID"), 60, "jvmtrace record to attach")
+        jvm.stdin.write("go\n")
+        jvm.stdin.flush()
+        out.wait_for(lambda l: l.startswith("done "), 120, "ShortThreads' threads to finish")
+        os.kill(rec.pid, signal.SIGINT)
+        assert rec.wait(60) == 0
+        rec_err = "\n".join(err.drain())
+        jvm.stdin.write("\n")
+        jvm.stdin.close()
+        assert jvm.wait(120) == 0, jvm.stderr.read()[-2000:]
+    finally:
+        reap(jvm, rec)
+    assert "reached no safepoint in time" not in rec_err, rec_err[-1500:]
+    m = re.search(r"the end: (\d+) ms collecting the JVM's buffers", rec_err)
+    assert m, rec_err[-1500:]
+    print(f"the end collected the buffers in {m.group(1)} ms")
+    assert int(m.group(1)) < 1000, rec_err[-1500:]
+    # Each short-lived thread is there (its records went out as it exited).
+    r, recs = dump_json(trace)
+    assert r.returncode == 0, r.stderr
+    arrays = Counter(x["thread"] for x in recs if x.get("type") == "event" and x.get("probe") == "alloc__slow__exit"
+                     and x["thread"].startswith("short-"))
+    assert len(arrays) == 8, arrays
