@@ -264,6 +264,10 @@ static long plab_record(__u32 i, void *ctx)
 		count(JT_C_PROMOTED_DIRECT, 1);
 		count(JT_C_PROMOTED_DIRECT_BYTES, r->bytes);
 		break;
+	case JVMTRACE_PLAB_REC_UNDO: /* a direct copy that lost its race: no promotion after all */
+		count(JT_C_PROMOTED_DIRECT, -1);
+		count(JT_C_PROMOTED_DIRECT_BYTES, -r->bytes);
+		break;
 	}
 	return 0;
 }

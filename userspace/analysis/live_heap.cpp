@@ -1,0 +1,107 @@
+#include "analysis/live_heap.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "analysis/java_frames.h"
+
+namespace jvmtrace::analysis {
+
+void LiveHeap::add(const trace::Record& r) {
+  if (r.type == trace::kFates) {
+    batches_++;
+    level_ = r.fates.level;
+    for (const trace::Fate& f : r.fates.records) {
+      fate_records_++;
+      if (f.kind == JVMTRACE_FATE_LOST) {
+        lost_ += f.sample_id;
+        continue;
+      }
+      auto it = samples_.find(f.sample_id);
+      if (it == samples_.end()) {
+        orphans_++;
+        continue;
+      }
+      Sample& s = it->second;
+      switch (f.kind) {
+        case JVMTRACE_FATE_DIED: s.died_gc = f.gc_id; break;
+        case JVMTRACE_FATE_PROMOTED: s.promoted = true; break;
+        case JVMTRACE_FATE_THINNED:
+        case JVMTRACE_FATE_UNTRACKED: s.gone = true; break;
+      }
+    }
+    return;
+  }
+  if (r.type >= JT_PROBE_COUNT) return;
+  const trace::Event& e = r.event;
+  if (e.probe == JT_GC_START) {
+    last_gc_ = e.a[0];
+  } else if (e.probe == JT_ALLOC_SAMPLE && e.a[5] != 0) {  // weight, class, alloc_bytes, outcome, stack + 1, id
+    Sample& s = samples_[e.a[5]];
+    s.weight = e.a[0];
+    s.klass = e.a[1];
+    s.stack = e.a[4];
+    s.born_gc = last_gc_;
+  }
+}
+
+std::vector<LiveHeap::Row> LiveHeap::rows(bool site, size_t top) const {
+  struct Acc {
+    double live = 0, var = 0;
+    uint64_t tracked = 0, alive = 0, died = 0, promoted = 0;
+    std::vector<uint64_t> ages;
+  };
+  std::map<std::string, Acc> acc;
+  const double scale = std::ldexp(1.0, static_cast<int>(std::min<uint64_t>(level_, 60)));
+  for (const auto& [id, s] : samples_) {
+    if (s.gone) continue;
+    std::string name;
+    if (site) {
+      const trace::Frame* f = s.stack ? allocation_site(reader_.java_stacks()[s.stack - 1]) : nullptr;
+      name = f ? frame_site(reader_, *f) : "[no Java frame]";
+    } else {
+      name = s.klass < reader_.classes().size() ? reader_.classes()[s.klass] : "[class not kept]";
+    }
+    Acc& a = acc[name];
+    a.tracked++;
+    if (s.promoted) a.promoted++;
+    if (s.died_gc >= 0) {
+      a.died++;
+      a.ages.push_back(static_cast<uint64_t>(s.died_gc) >= s.born_gc ? static_cast<uint64_t>(s.died_gc) - s.born_gc : 0);
+    } else {
+      a.alive++;
+      const double w = static_cast<double>(s.weight) * scale;
+      a.live += w;
+      a.var += w * w;
+    }
+  }
+  std::vector<Row> out;
+  for (auto& [name, a] : acc) {
+    Row r;
+    r.name = name;
+    r.live_bytes = a.live;
+    r.ci90 = 1.645 * std::sqrt(a.var);
+    r.tracked = a.tracked, r.alive = a.alive, r.died = a.died, r.promoted = a.promoted;
+    if (!a.ages.empty()) {
+      std::nth_element(a.ages.begin(), a.ages.begin() + a.ages.size() / 2, a.ages.end());
+      r.median_age_gcs = static_cast<double>(a.ages[a.ages.size() / 2]);
+    }
+    out.push_back(std::move(r));
+  }
+  std::sort(out.begin(), out.end(), [](const Row& x, const Row& y) {
+    return x.live_bytes != y.live_bytes ? x.live_bytes > y.live_bytes : x.name < y.name;
+  });
+  if (out.size() > top) out.resize(top);
+  return out;
+}
+
+std::vector<LiveHeap::Row> LiveHeap::by_site(size_t top) const { return rows(true, top); }
+std::vector<LiveHeap::Row> LiveHeap::by_class(size_t top) const { return rows(false, top); }
+
+double LiveHeap::live_bytes() const {
+  double sum = 0;
+  for (const Row& r : rows(false, SIZE_MAX)) sum += r.live_bytes;
+  return sum;
+}
+
+}  // namespace jvmtrace::analysis

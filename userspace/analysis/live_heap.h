@@ -1,0 +1,58 @@
+// What stays alive, by allocation site and by class, from a recording with
+// sample fates (record --live: alloc__sample ids and sample__fates batches,
+// trace format 4).  A tracked sample (id not 0) whose object has not been
+// reported dead, thinned or untracked is alive as of the trace's last
+// fates batch; it stands for its weight x 2^level bytes (the VM's table
+// admits at 2^-level and thins without bias, so the sum is a
+// Horvitz-Thompson estimate of the live bytes allocated while tracked).
+// Deaths are seen as each collector's weak processing sees them: a young
+// collection sees only young objects' (docs/probes.md, sample__fates).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "trace/reader.h"
+
+namespace jvmtrace::analysis {
+
+class LiveHeap {
+ public:
+  explicit LiveHeap(const trace::TraceReader& reader) : reader_(reader) {}
+  void add(const trace::Record& r);
+
+  struct Row {
+    std::string name;          // "pkg.Class.method:line", or a class's name
+    double live_bytes = 0;     // estimate
+    double ci90 = 0;           // half-width of a 90% interval
+    uint64_t tracked = 0, alive = 0, died = 0, promoted = 0;
+    double median_age_gcs = -1;  // of the dead, in collections; -1: none died
+  };
+  // Heaviest live first, at most top rows.
+  std::vector<Row> by_site(size_t top) const;
+  std::vector<Row> by_class(size_t top) const;
+  double live_bytes() const;
+  uint64_t tracked() const { return samples_.size(); }
+  uint64_t fate_records() const { return fate_records_; }
+  uint64_t level() const { return level_; }
+  uint64_t batches() const { return batches_; }
+  uint64_t orphans() const { return orphans_; }  // fates of ids not in the trace (tracked before it)
+  uint64_t lost() const { return lost_; }
+
+ private:
+  struct Sample {
+    uint64_t weight = 0, stack = 0, klass = 0;
+    uint64_t born_gc = 0;
+    int64_t died_gc = -1;
+    bool promoted = false, gone = false;  // gone: thinned or untracked
+  };
+  std::vector<Row> rows(bool by_site, size_t top) const;
+
+  const trace::TraceReader& reader_;
+  std::unordered_map<uint64_t, Sample> samples_;
+  uint64_t level_ = 0, batches_ = 0, fate_records_ = 0, orphans_ = 0, lost_ = 0, last_gc_ = 0;
+};
+
+}  // namespace jvmtrace::analysis
