@@ -11,6 +11,7 @@ void LiveHeap::add(const trace::Record& r) {
   if (r.type == trace::kFates) {
     batches_++;
     level_ = r.fates.level;
+    judged_seq_ = gc_seq_;
     for (const trace::Fate& f : r.fates.records) {
       fate_records_++;
       if (f.kind == JVMTRACE_FATE_LOST) {
@@ -18,17 +19,7 @@ void LiveHeap::add(const trace::Record& r) {
         continue;
       }
       auto it = samples_.find(f.sample_id);
-      if (it == samples_.end()) {
-        orphans_++;
-        continue;
-      }
-      Sample& s = it->second;
-      switch (f.kind) {
-        case JVMTRACE_FATE_DIED: s.died_gc = f.gc_id; break;
-        case JVMTRACE_FATE_PROMOTED: s.promoted = true; break;
-        case JVMTRACE_FATE_THINNED:
-        case JVMTRACE_FATE_UNTRACKED: s.gone = true; break;
-      }
+      apply(it != samples_.end() ? &it->second : &early_[f.sample_id], f);
     }
     return;
   }
@@ -36,12 +27,35 @@ void LiveHeap::add(const trace::Record& r) {
   const trace::Event& e = r.event;
   if (e.probe == JT_GC_START) {
     last_gc_ = e.a[0];
+    gc_seq_++;
   } else if (e.probe == JT_ALLOC_SAMPLE && e.a[5] != 0) {  // weight, class, alloc_bytes, outcome, stack + 1, id
     Sample& s = samples_[e.a[5]];
+    auto early = early_.find(e.a[5]);
+    if (early != early_.end()) {
+      s = early->second;
+      early_.erase(early);
+    }
     s.weight = e.a[0];
     s.klass = e.a[1];
     s.stack = e.a[4];
     s.born_gc = last_gc_;
+    s.born_seq = gc_seq_;
+  }
+}
+
+uint64_t LiveHeap::too_young() const {
+  uint64_t n = 0;
+  for (const auto& [id, s] : samples_)
+    if (!s.gone && s.died_gc < 0 && s.born_seq >= judged_seq_) n++;
+  return n;
+}
+
+void LiveHeap::apply(Sample* s, const trace::Fate& f) {
+  switch (f.kind) {
+    case JVMTRACE_FATE_DIED: s->died_gc = f.gc_id; break;
+    case JVMTRACE_FATE_PROMOTED: s->promoted = true; break;
+    case JVMTRACE_FATE_THINNED:
+    case JVMTRACE_FATE_UNTRACKED: s->gone = true; break;
   }
 }
 
@@ -54,7 +68,7 @@ std::vector<LiveHeap::Row> LiveHeap::rows(bool site, size_t top) const {
   std::map<std::string, Acc> acc;
   const double scale = std::ldexp(1.0, static_cast<int>(std::min<uint64_t>(level_, 60)));
   for (const auto& [id, s] : samples_) {
-    if (s.gone) continue;
+    if (s.gone || (s.died_gc < 0 && s.born_seq >= judged_seq_)) continue;  // (too young to judge)
     std::string name;
     if (site) {
       const trace::Frame* f = s.stack ? allocation_site(reader_.java_stacks()[s.stack - 1]) : nullptr;

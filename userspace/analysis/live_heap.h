@@ -35,16 +35,20 @@ class LiveHeap {
   std::vector<Row> by_class(size_t top) const;
   double live_bytes() const;
   uint64_t tracked() const { return samples_.size(); }
+  // Tracked samples allocated after the last collection that reported: not
+  // in the estimate (as Go's heap profile counts what the last collection saw).
+  uint64_t too_young() const;
   uint64_t fate_records() const { return fate_records_; }
   uint64_t level() const { return level_; }
   uint64_t batches() const { return batches_; }
-  uint64_t orphans() const { return orphans_; }  // fates of ids not in the trace (tracked before it)
+  uint64_t orphans() const { return early_.size(); }  // fates of ids not in the trace (tracked before it)
   uint64_t lost() const { return lost_; }
 
  private:
   struct Sample {
     uint64_t weight = 0, stack = 0, klass = 0;
-    uint64_t born_gc = 0;
+    uint64_t born_gc = 0;     // the last collection's id before it
+    uint64_t born_seq = 0;    // collections started before it, in the trace
     int64_t died_gc = -1;
     bool promoted = false, gone = false;  // gone: thinned or untracked
   };
@@ -52,7 +56,16 @@ class LiveHeap {
 
   const trace::TraceReader& reader_;
   std::unordered_map<uint64_t, Sample> samples_;
-  uint64_t level_ = 0, batches_ = 0, fate_records_ = 0, orphans_ = 0, lost_ = 0, last_gc_ = 0;
+  // Fates that came before their sample: the recorder writes a sample once
+  // its slow path's record has come (batched, up to a safepoint later),
+  // the VM may report its fate sooner.  Applied when it comes; those left
+  // at the end are of samples from before the recording.
+  std::unordered_map<uint64_t, Sample> early_;
+  void apply(Sample* s, const trace::Fate& f);
+  uint64_t level_ = 0, batches_ = 0, fate_records_ = 0, lost_ = 0, last_gc_ = 0;
+  // Collections started so far, and as of the last fates batch: a sample
+  // born after that collection has not been judged by any collection yet.
+  uint64_t gc_seq_ = 0, judged_seq_ = 0;
 };
 
 }  // namespace jvmtrace::analysis

@@ -442,12 +442,13 @@ int live_report(trace::TraceReader& reader, bool json, size_t top, const char* p
     };
     Json j = {{"live_bytes", std::llround(live.live_bytes())}, {"tracked", live.tracked()},
               {"level", live.level()}, {"fate_batches", live.batches()}, {"orphans", live.orphans()},
-              {"lost", live.lost()}, {"sites", rows(site_rows)}, {"classes", rows(class_rows)}};
+              {"lost", live.lost()}, {"too_young", live.too_young()}, {"sites", rows(site_rows)}, {"classes", rows(class_rows)}};
     std::printf("%s\n", json_text(j).c_str());
   } else {
-    std::printf("Live heap: %.1f MiB estimated from %llu tracked samples (thinning level %llu, %llu fate batches)\n",
+    std::printf("Live heap: %.1f MiB estimated from %llu tracked samples, as of the last collection that reported\n"
+                "(thinning level %llu, %llu fate batches; %llu samples allocated since are not judged yet)\n",
                 live.live_bytes() / 1048576.0, (unsigned long long)live.tracked(), (unsigned long long)live.level(),
-                (unsigned long long)live.batches());
+                (unsigned long long)live.batches(), (unsigned long long)live.too_young());
     const auto table = [](const char* title, const std::vector<analysis::LiveHeap::Row>& v) {
       std::printf("\n%s\n  %12s %10s %7s %7s %9s %9s  %s\n", title, "live MiB", "+-90%", "alive", "died", "age(gcs)",
                   "promoted", "where");
