@@ -80,7 +80,7 @@ int dump_command(int argc, char** argv) {
       std::printf("%14s %7s %-16s %-19s %s\n", "TIME(s)", "TID", "THREAD", "EVENT", "ARGUMENTS");
       header = true;
     }
-    if (r.type < JT_PROBE_COUNT || r.type == trace::kLost || r.type == trace::kEnd) {
+    if (r.type < JT_PROBE_COUNT || r.type == trace::kLost || r.type == trace::kEnd || r.type == trace::kFates) {
       if (!have_origin) {
         origin = r.ts_ns;
         have_origin = true;
@@ -143,6 +143,26 @@ int dump_command(int argc, char** argv) {
       else
         std::printf("%14.9f # LOST %" PRIu64 " events: %s\n", t, r.count,
                     kind == trace::kLostRingBuffer ? "the ring buffer was full" : trace::lost_kind_text(kind));
+    } else if (r.type == trace::kFates) {
+      static const char* const kinds[JVMTRACE_FATE_KIND_COUNT] = {"died", "thinned", "untracked", "promoted", "lost"};
+      const auto kind_name = [](uint8_t k) { return k < JVMTRACE_FATE_KIND_COUNT ? kinds[k] : "unknown"; };
+      if (json) {
+        Json recs = Json::array();
+        for (const trace::Fate& f : r.fates.records)
+          recs.push_back({{"sample_id", f.sample_id}, {"kind", kind_name(f.kind)}, {"gc_id", f.gc_id},
+                          {"ambiguous", (f.flags & JVMTRACE_FATE_AMBIGUOUS) != 0}});
+        std::printf("%s\n", json_text({{"type", "fates"}, {"ts_ns", r.ts_ns}, {"gc_id", r.fates.gc_id},
+                                       {"level", r.fates.level}, {"tracked", r.fates.tracked},
+                                       {"records", recs}}).c_str());
+      } else {
+        uint64_t n[JVMTRACE_FATE_KIND_COUNT] = {};
+        for (const trace::Fate& f : r.fates.records)
+          if (f.kind < JVMTRACE_FATE_KIND_COUNT) n[f.kind]++;
+        std::printf("%14.9f # FATES gc=%" PRIu64 " level=%" PRIu64 " tracked=%" PRIu64 ": %" PRIu64 " died, %" PRIu64
+                    " promoted, %" PRIu64 " thinned, %" PRIu64 " untracked\n", t, r.fates.gc_id, r.fates.level,
+                    r.fates.tracked, n[JVMTRACE_FATE_DIED], n[JVMTRACE_FATE_PROMOTED], n[JVMTRACE_FATE_THINNED],
+                    n[JVMTRACE_FATE_UNTRACKED]);
+      }
     } else if (r.type == trace::kEnd) {
       if (json)
         std::printf("%s\n", json_text({{"type", "end"}, {"ts_ns", r.ts_ns}, {"reason", r.text}, {"events", r.count},
