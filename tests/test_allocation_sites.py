@@ -507,12 +507,11 @@ def test_libjvm_symbols_are_read_once_before_the_banner(jdks17, java_classes, tm
 def test_lines_are_jfrs(sites_run):
     """The VM walks bytecode indexes only and jvmtrace maps each to its line
     through the method's line table, read from outside (decision 150).  JFR
-    walks its own stacks and gives each frame's line: for every allocation
-    site (leaf-most Java frame) that holds 2% or more of either's bytes, the
-    line that holds most of its bytes is the same in both, and jvmtrace
-    names a line (not 0) for nearly every sampled frame of a method that has
-    a line table.  A decoder off by one byte, or reading 17's table the 21
-    way, moves every line."""
+    walks its own stacks, with an event for every slow path, and gives each
+    frame's line: every line jvmtrace gives an allocation site is one JFR
+    saw there, and jvmtrace names a line (not 0) for nearly every sampled
+    frame of a method that has a line table.  A decoder off by one byte, or
+    reading 17's table the 21 way, moves lines to ones nothing allocates at."""
     r = sites_run
     home = r["home"]
     jfr_lines = defaultdict(Counter)
@@ -524,34 +523,44 @@ def test_lines_are_jfrs(sites_run):
         jfr_lines[class_of(cls) + "." + name][line] += b
     ours = defaultdict(Counter)
     named = zero = 0
+    # Only what JFR's events saw too: JFR starts after the JVM (the trace
+    # holds its start-up) and stops before its end.
+    span = jfr_sites(home, r["work"] / "rec.jfr")[3]
     d = subprocess.run([str(JVMTRACE), "dump", "--json", str(r["trace"])], capture_output=True, text=True,
                        timeout=600)
     assert d.returncode == 0, d.stderr
+    offset = None
     for l in d.stdout.splitlines():
         x = json.loads(l)
+        if x["type"] == "meta":
+            offset = int(x["start_realtime_ns"]) - int(x["start_monotonic_ns"])
         if x.get("probe") != "alloc__sample":
             continue
-        java = [f for f in x["args"]["stack"] if f["kind"] not in ("vm", "native")]
-        for f in java:
-            if f["file"]:
+        for f in x["args"]["stack"]:
+            if f["kind"] not in ("vm", "native") and f["file"]:
                 named += 1
                 zero += f["line"] == 0
+        if not span[0] <= x["ts_ns"] + offset <= span[1]:
+            continue
+        # (the leaf as JFR takes it: a native method's frame too, which has no line)
+        java = [f for f in x["args"]["stack"] if f["kind"] != "vm"]
         if java and java[0]["method"] != "[unknown method]":
             name, _, method = java[0]["method"].rpartition(".")
             ours[class_of(name) + "." + method][java[0]["line"]] += x["args"]["weight_bytes"]
     assert named > 100, named
     assert zero <= 0.01 * named, f"{zero} of {named} frames of methods with a source file have no line"
-    total_jfr = sum(sum(c.values()) for c in jfr_lines.values())
-    total_ours = sum(sum(c.values()) for c in ours.values())
+    # Every line jvmtrace gives a site (with 5% or more of its bytes) is one
+    # JFR saw allocating at that site: JFR has an event for every slow path,
+    # so its lines are all there are.  (Which of two near lines holds most
+    # is sampling noise: not compared.)
     checked, wrong = 0, []
     for m in set(jfr_lines) & set(ours):
-        if sum(jfr_lines[m].values()) < 0.02 * total_jfr and sum(ours[m].values()) < 0.02 * total_ours:
-            continue
-        checked += 1
-        theirs, mine = jfr_lines[m].most_common(1)[0][0], ours[m].most_common(1)[0][0]
-        if theirs != mine:
-            wrong.append((m, theirs, dict(jfr_lines[m].most_common(3)), mine, dict(ours[m].most_common(3))))
-    assert checked >= 3, f"only {checked} sites to compare"
-    # (two lines of one site within a few per cent of each other may swap places by sampling)
-    close = [w for w in wrong if w[2].get(w[3], 0) >= 0.8 * w[2][w[1]]]
-    assert len(wrong) - len(close) == 0, f"{checked} sites, lines differ: {wrong}"
+        total = sum(ours[m].values())
+        for line, b in ours[m].items():
+            if b < 0.05 * total or line == 0:
+                continue
+            checked += 1
+            if line not in jfr_lines[m]:
+                wrong.append((m, line, dict(ours[m].most_common(3)), dict(jfr_lines[m].most_common(5))))
+    assert checked >= 10, f"only {checked} site lines to compare"
+    assert not wrong, f"{checked} site lines, not JFR's: {wrong}"

@@ -158,8 +158,10 @@ def check_allocbyclass(maps, home, jfr, iters):
 
 
 # How many of the largest TLABs of [B the main thread may take outside JFR's
-# window (creating and stopping the recording): measured, see docs/testing.md.
-EXTRA_TLABS = 2
+# window (creating and stopping the recording): measured, see docs/testing.md
+# (17 and 21: 0 to 0.88 of one; Temurin 25 in stock mode: 2.56 in one run,
+# session 21).  A double count would be the whole [B figure again.
+EXTRA_TLABS = 4
 
 
 def test_allocbyclass_finds_the_dominant_classes_with_the_right_magnitude(jdks, java_classes, tmp_path):

@@ -29,7 +29,10 @@ def record_lifetimes(jdks, java_classes, tmp_path, flags):
     "done"; returns (sample site by id, fate records, batches, record's stderr)."""
     trace = tmp_path / "live.jvmtrace"
     java = Path(jdks["patched"]) / "bin/java"
-    cmd = [str(java), "-XX:+UnlockDiagnosticVMOptions", "-XX:+PauseAtStartup", "-Xmx256m", *flags,
+    # Every slow path sampled (JvmtraceSampleRate=0, from the start): each
+    # sample weighs its own bytes, so what is kept adds up to its bytes.
+    cmd = [str(java), "-XX:+UnlockDiagnosticVMOptions", "-XX:+PauseAtStartup", "-XX:JvmtraceSampleRate=0",
+           "-Xmx256m", *flags,
            "-cp", str(java_classes), "Lifetimes", str(ROUNDS)]
     jvm, rec, err = start_held_and_attach(cmd, tmp_path, lambda pid: [str(JVMTRACE), "record", "--live", "-v", "-p",
                                                                        str(pid), "-o", str(trace)])
@@ -79,14 +82,18 @@ def test_known_lifetimes(jdks, java_classes, tmp_path, gc):
         assert batches > 0 and kinds["died"] >= 20, info
         keep, medium = "Lifetimes.keep", "Lifetimes.medium"
         assert by_site[keep] >= 5 and by_site[medium] >= 20, info
+        assert "lost" not in rec_err or " 0 lost" in rec_err, rec_err[-1500:]
         # What is kept until the end never dies; what is replaced nearly all does
         # (the ring's last 512 arrays are alive at the end, a few per cent).
         assert died[keep] == 0, info
-        assert died[medium] >= 0.7 * by_site[medium], info
+        # (a sample thinned away from a full table has no fate after: out of the count;
+        # generational ZGC's table holds 4,096, so it thins where the others do not)
+        thinned = Counter(site.get(f["sample_id"]) for f in fates if f["kind"] == "thinned")
+        assert died[medium] >= 0.7 * (by_site[medium] - thinned[medium]), info
         # Only collectors with an old generation report promotions, and they
         # report what was kept (a young collection copies it into the old).
         if generations:
-            assert promoted[keep] >= 0.8 * by_site[keep], info
+            assert promoted[keep] >= 0.8 * (by_site[keep] - thinned[keep]), info
         else:
             assert kinds["promoted"] == 0, info
         # report --live puts what is kept first among the sites that hold bytes.
@@ -96,9 +103,12 @@ def test_known_lifetimes(jdks, java_classes, tmp_path, gc):
         live = json.loads(r.stdout)
         sites = {s["name"].split(":")[0]: s for s in live["sites"]}
         assert sites[keep]["died"] == 0, (info, live)
-        # keep()'s 32 MiB are live from the start to the end: the estimate is
-        # within three standard errors of it (its 90% interval is 1.645 of them).
-        truth, est = 32 << 20, sites[keep]["live_bytes"]
-        sigma = sites[keep]["ci90_bytes"] / 1.645
-        print(f"keep(): estimated {est / 2**20:.1f} MiB +- {sites[keep]['ci90_bytes'] / 2**20:.1f} (90%), truth 32")
-        assert abs(est - truth) <= max(3 * sigma, 0.05 * truth), (info, live)
+        # keep()'s 32 MiB are live from the start to the end.  With every slow
+        # path sampled the estimate is exact but for the TLABs keep() shares
+        # (a TLAB's bytes go with its first object's fate): within 10%.
+        # A table thinned to level L keeps each sample with 2^-L: the estimate's
+        # relative standard error is then about sqrt((2^L - 1) / n).
+        truth, est, level = 32 << 20, sites[keep]["live_bytes"], live["level"]
+        tol = 0.1 if level == 0 else max(0.1, 3 * ((2 ** level - 1) / by_site[keep]) ** 0.5)
+        print(f"keep(): estimated {est / 2**20:.2f} MiB, truth 32, level {level}, tolerance {tol:.0%}")
+        assert abs(est - truth) <= tol * truth, (info, live)
