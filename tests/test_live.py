@@ -112,3 +112,14 @@ def test_known_lifetimes(jdks, java_classes, tmp_path, gc):
         tol = 0.1 if level == 0 else max(0.1, 3 * ((2 ** level - 1) / by_site[keep]) ** 0.5)
         print(f"keep(): estimated {est / 2**20:.2f} MiB, truth 32, level {level}, tolerance {tol:.0%}")
         assert abs(est - truth) <= tol * truth, (info, live)
+        # pprof's inuse_space (Go's heap-profile types) is the same estimate:
+        # `go tool pprof -sample_index=inuse_space` puts keep() first with its bytes.
+        pb = tmp_path / "live.pb.gz"
+        r = subprocess.run([str(JVMTRACE), "export", "--pprof", str(trace), "-o", str(pb)], capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        top = subprocess.run(["go", "tool", "pprof", "-top", "-unit=B", "-nodecount=5",
+                              "-sample_index=inuse_space", str(pb)], capture_output=True, text=True, timeout=300)
+        assert top.returncode == 0, top.stderr
+        rows = [l.split() for l in top.stdout.splitlines() if l.strip().endswith(keep)]
+        assert rows and abs(int(rows[0][0].rstrip("B")) - est) <= 1024, (top.stdout, est)

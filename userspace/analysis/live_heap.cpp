@@ -37,6 +37,7 @@ void LiveHeap::add(const trace::Record& r) {
     }
     s.weight = e.a[0];
     s.klass = e.a[1];
+    s.alloc_bytes = e.a[2];
     s.stack = e.a[4];
     s.born_gc = last_gc_;
     s.born_seq = gc_seq_;
@@ -111,6 +112,18 @@ std::vector<LiveHeap::Row> LiveHeap::rows(bool site, size_t top) const {
 
 std::vector<LiveHeap::Row> LiveHeap::by_site(size_t top) const { return rows(true, top); }
 std::vector<LiveHeap::Row> LiveHeap::by_class(size_t top) const { return rows(false, top); }
+
+std::map<std::pair<uint64_t, uint64_t>, LiveHeap::Use> LiveHeap::by_stack() const {
+  std::map<std::pair<uint64_t, uint64_t>, Use> out;
+  const double scale = std::ldexp(1.0, static_cast<int>(std::min<uint64_t>(level_, 60)));
+  for (const auto& [id, s] : samples_) {
+    if (s.gone || s.died_gc >= 0 || s.born_seq >= judged_seq_) continue;
+    Use& u = out[{s.stack, s.klass}];
+    u.bytes += static_cast<double>(s.weight) * scale;
+    u.objects += static_cast<double>(trace::sample_objects(s.weight, s.alloc_bytes)) * scale;
+  }
+  return out;
+}
 
 double LiveHeap::live_bytes() const {
   double sum = 0;

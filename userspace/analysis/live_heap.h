@@ -34,6 +34,12 @@ class LiveHeap {
   std::vector<Row> by_site(size_t top) const;
   std::vector<Row> by_class(size_t top) const;
   double live_bytes() const;
+  // The estimate by (Java stack id + 1, class): live bytes and objects, for
+  // pprof's inuse_space and inuse_objects.
+  struct Use {
+    double bytes = 0, objects = 0;
+  };
+  std::map<std::pair<uint64_t, uint64_t>, Use> by_stack() const;
   uint64_t tracked() const { return samples_.size(); }
   // Tracked samples allocated after the last collection that reported: not
   // in the estimate (as Go's heap profile counts what the last collection saw).
@@ -46,7 +52,7 @@ class LiveHeap {
 
  private:
   struct Sample {
-    uint64_t weight = 0, stack = 0, klass = 0;
+    uint64_t weight = 0, stack = 0, klass = 0, alloc_bytes = 0;
     uint64_t born_gc = 0;     // the last collection's id before it
     uint64_t born_seq = 0;    // collections started before it, in the trace
     int64_t died_gc = -1;

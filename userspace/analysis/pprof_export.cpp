@@ -1,11 +1,14 @@
 #include "analysis/pprof_export.h"
 
+#include <cmath>
+
 #include <cstdlib>
 #include <map>
 #include <unordered_map>
 #include <vector>
 
 #include "analysis/java_frames.h"
+#include "analysis/live_heap.h"
 #include "analysis/protobuf_writer.h"
 #include "base/strings.h"
 
@@ -112,11 +115,15 @@ class Builder {
   }
 
   void sample(const std::vector<uint64_t>& locs, uint64_t objects, uint64_t bytes,
-              const std::vector<std::pair<std::string, std::string>>& labels) {
+              const std::vector<std::pair<std::string, std::string>>& labels, const int64_t* inuse = nullptr) {
     ProtoMessage s;
     for (uint64_t l : locs) s.varint(field::kSampleLocation, l);
     s.int64(field::kSampleValue, static_cast<int64_t>(objects));
     s.int64(field::kSampleValue, static_cast<int64_t>(bytes));
+    if (heap_) {
+      s.int64(field::kSampleValue, inuse ? inuse[0] : 0);
+      s.int64(field::kSampleValue, inuse ? inuse[1] : 0);
+    }
     for (const auto& [k, v] : labels) {
       ProtoMessage lb;
       lb.int64(field::kLabelKey, str(k));
@@ -128,7 +135,9 @@ class Builder {
 
   std::string finish(int64_t time_nanos, int64_t duration_nanos, const std::string& comment) {
     ProtoMessage p;
-    for (auto [type, unit] : {std::pair<const char*, const char*>{"alloc_objects", "count"}, {"alloc_space", "bytes"}}) {
+    std::vector<std::pair<const char*, const char*>> types{{"alloc_objects", "count"}, {"alloc_space", "bytes"}};
+    if (heap_) types.insert(types.end(), {{"inuse_objects", "count"}, {"inuse_space", "bytes"}});
+    for (auto [type, unit] : types) {
       ProtoMessage vt;
       vt.int64(field::kValueTypeType, str(type));
       vt.int64(field::kValueTypeUnit, str(unit));
@@ -170,6 +179,9 @@ class Builder {
   }
 
   const trace::TraceReader& reader_;
+ public:
+  bool heap_ = false;  // Go's four heap types
+ private:
   ProtoMessage out_;  // functions, locations, samples as they come
   std::vector<std::string> table_;
   std::unordered_map<std::string, int64_t> strings_;
@@ -181,13 +193,31 @@ class Builder {
 
 }  // namespace
 
-std::string pprof_profile(const trace::TraceReader& reader, const AllocationProfile& profile) {
+std::string pprof_profile(const trace::TraceReader& reader, const AllocationProfile& profile, const LiveHeap* live) {
   Builder b(reader);
+  b.heap_ = live && live->tracked() > 0;
+  // In use by (stack, class), put on the first sample of that stack and
+  // class (the allocation profile splits new TLABs from outside ones).
+  std::map<std::pair<uint64_t, uint64_t>, LiveHeap::Use> inuse;
+  if (b.heap_) inuse = live->by_stack();
+  const auto locations = [&](uint64_t stack) {
+    return stack ? b.stack_locations(reader.java_stacks()[stack - 1])
+                 : std::vector<uint64_t>{b.location({{b.named_function("[no stack]"), 0}})};
+  };
   for (const auto& [k, w] : profile.weights(false)) {
-    std::vector<uint64_t> locs = k.stack ? b.stack_locations(reader.java_stacks()[k.stack - 1])
-                                         : std::vector<uint64_t>{b.location({{b.named_function("[no stack]"), 0}})};
-    b.sample(locs, w.objects, w.bytes,
-             {{"class", reader.classes()[k.klass]}, {"allocation", k.outside ? "outside_tlab" : "new_tlab"}});
+    int64_t use[2] = {0, 0};
+    auto it = inuse.find({k.stack, k.klass});
+    if (it != inuse.end()) {
+      use[0] = std::llround(it->second.objects);
+      use[1] = std::llround(it->second.bytes);
+      inuse.erase(it);
+    }
+    b.sample(locations(k.stack), w.objects, w.bytes,
+             {{"class", reader.classes()[k.klass]}, {"allocation", k.outside ? "outside_tlab" : "new_tlab"}}, use);
+  }
+  for (const auto& [k, u] : inuse) {  // (in use, but of no allocation the profile holds: a thread not traced)
+    const int64_t use[2] = {std::llround(u.objects), std::llround(u.bytes)};
+    b.sample(locations(k.first), 0, 0, {{"class", reader.classes()[k.second]}}, use);
   }
   if (const uint64_t rest = profile.unsampled_bytes())
     b.sample({b.location({{b.named_function("[not sampled: a thread with no sample]"), 0}})}, 0, rest,

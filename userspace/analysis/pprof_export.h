@@ -17,6 +17,11 @@
 namespace jvmtrace::analysis {
 
 // The Profile message, not yet compressed.
-std::string pprof_profile(const trace::TraceReader& reader, const AllocationProfile& profile);
+// live: a recording with sample fates (record --live): the profile has Go's
+// four heap types (alloc_objects, alloc_space, inuse_objects, inuse_space;
+// in use as of the last collection that reported), else the first two.
+class LiveHeap;
+std::string pprof_profile(const trace::TraceReader& reader, const AllocationProfile& profile,
+                          const LiveHeap* live = nullptr);
 
 }  // namespace jvmtrace::analysis

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "analysis/alloc_profile.h"
+#include "analysis/live_heap.h"
 #include "analysis/output_file.h"
 #include "analysis/perfetto_export.h"
 #include "analysis/perfetto_proto.h"
@@ -65,9 +66,11 @@ int export_pprof(const char* path, const std::string& output) {
   std::string error;
   if (!open_trace("jvmtrace export", path, &reader)) return 1;
   analysis::AllocationProfile profile(reader);
+  analysis::LiveHeap live(reader);
   Progress progress("jvmtrace export", path);
   const trace::ReadStatus st = reader.read([&](const trace::Record& r, uint64_t offset) {
     profile.add(r);
+    live.add(r);
     progress.at(offset);
   });
   progress.done();
@@ -83,7 +86,7 @@ int export_pprof(const char* path, const std::string& output) {
     std::fprintf(stderr, "jvmtrace export: %s\n", error.c_str());
     return 1;
   }
-  out.write(analysis::pprof_profile(reader, profile));
+  out.write(analysis::pprof_profile(reader, profile, &live));
   if (!out.close(&error)) {
     std::fprintf(stderr, "jvmtrace export: %s\n", error.c_str());
     return 1;
