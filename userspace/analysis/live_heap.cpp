@@ -18,8 +18,34 @@ void LiveHeap::add(const trace::Record& r) {
         lost_ += f.sample_id;
         continue;
       }
+      Early fate;
+      if (f.kind == JVMTRACE_FATE_DIED) fate.died_gc = f.gc_id;
+      else if (f.kind == JVMTRACE_FATE_PROMOTED) fate.promoted = true;
+      else fate.gone = true;  // thinned, untracked: no longer tracked
       auto it = samples_.find(f.sample_id);
-      apply(it != samples_.end() ? &it->second : &early_[f.sample_id], f);
+      if (it != samples_.end()) {
+        if (fate.promoted) {
+          it->second.promoted = true;
+        } else {
+          settle(it->second, fate);
+          samples_.erase(it);
+        }
+        continue;
+      }
+      // Before its sample: the recorder writes a sample once its slow path's
+      // record has come (batched: up to a safepoint later), the VM reports a
+      // fate after the first collection.
+      auto e = early_.find(f.sample_id);
+      if (e == early_.end()) {
+        if (early_.size() >= kMaxSamples) {
+          dropped_++;
+          continue;
+        }
+        e = early_.emplace(f.sample_id, Early{}).first;
+      }
+      e->second.promoted |= fate.promoted;
+      e->second.gone |= fate.gone;
+      if (fate.died_gc >= 0) e->second.died_gc = fate.died_gc;
     }
     return;
   }
@@ -29,66 +55,81 @@ void LiveHeap::add(const trace::Record& r) {
     last_gc_ = e.a[0];
     gc_seq_++;
   } else if (e.probe == JT_ALLOC_SAMPLE && e.a[5] != 0) {  // weight, class, alloc_bytes, outcome, stack + 1, id
-    Sample& s = samples_[e.a[5]];
-    auto early = early_.find(e.a[5]);
-    if (early != early_.end()) {
-      s = early->second;
-      early_.erase(early);
-    }
+    Sample s;
     s.weight = e.a[0];
     s.klass = e.a[1];
     s.alloc_bytes = e.a[2];
     s.stack = e.a[4];
     s.born_gc = last_gc_;
     s.born_seq = gc_seq_;
+    auto early = early_.find(e.a[5]);
+    if (early != early_.end()) {
+      const Early fate = early->second;
+      early_.erase(early);
+      tracked_++;
+      s.promoted = fate.promoted;
+      if (fate.gone || fate.died_gc >= 0) {
+        settle(s, fate);
+        return;
+      }
+    } else if (samples_.size() >= kMaxSamples) {
+      dropped_++;
+      return;
+    } else {
+      tracked_++;
+    }
+    samples_[e.a[5]] = s;
   }
+}
+
+// A final fate: a death is counted with its age; a sample no longer
+// tracked (thinned, untracked) only leaves.
+void LiveHeap::settle(const Sample& s, const Early& fate) {
+  if (fate.died_gc < 0) return;
+  Dead& d = dead_[{s.stack, s.klass}];
+  d.died++;
+  if (s.promoted || fate.promoted) d.promoted++;
+  const uint64_t died = static_cast<uint64_t>(fate.died_gc);
+  d.ages[std::min<uint64_t>(died >= s.born_gc ? died - s.born_gc : 0, 64)]++;
 }
 
 uint64_t LiveHeap::too_young() const {
   uint64_t n = 0;
   for (const auto& [id, s] : samples_)
-    if (!s.gone && s.died_gc < 0 && s.born_seq >= judged_seq_) n++;
+    if (s.born_seq >= judged_seq_) n++;
   return n;
 }
 
-void LiveHeap::apply(Sample* s, const trace::Fate& f) {
-  switch (f.kind) {
-    case JVMTRACE_FATE_DIED: s->died_gc = f.gc_id; break;
-    case JVMTRACE_FATE_PROMOTED: s->promoted = true; break;
-    case JVMTRACE_FATE_THINNED:
-    case JVMTRACE_FATE_UNTRACKED: s->gone = true; break;
+std::string LiveHeap::name_of(bool site, uint64_t stack, uint64_t klass) const {
+  if (site) {
+    const trace::Frame* f = stack ? allocation_site(reader_.java_stacks()[stack - 1]) : nullptr;
+    return f ? frame_site(reader_, *f) : "[no Java frame]";
   }
+  return klass < reader_.classes().size() ? reader_.classes()[klass] : "[class not kept]";
 }
 
 std::vector<LiveHeap::Row> LiveHeap::rows(bool site, size_t top) const {
   struct Acc {
     double live = 0, var = 0;
-    uint64_t tracked = 0, alive = 0, died = 0, promoted = 0;
-    std::vector<uint64_t> ages;
+    uint64_t alive = 0, died = 0, promoted = 0;
+    uint64_t ages[65] = {};
   };
   std::map<std::string, Acc> acc;
   const double scale = std::ldexp(1.0, static_cast<int>(std::min<uint64_t>(level_, 60)));
   for (const auto& [id, s] : samples_) {
-    if (s.gone || (s.died_gc < 0 && s.born_seq >= judged_seq_)) continue;  // (too young to judge)
-    std::string name;
-    if (site) {
-      const trace::Frame* f = s.stack ? allocation_site(reader_.java_stacks()[s.stack - 1]) : nullptr;
-      name = f ? frame_site(reader_, *f) : "[no Java frame]";
-    } else {
-      name = s.klass < reader_.classes().size() ? reader_.classes()[s.klass] : "[class not kept]";
-    }
-    Acc& a = acc[name];
-    a.tracked++;
+    if (s.born_seq >= judged_seq_) continue;  // (too young to judge)
+    Acc& a = acc[name_of(site, s.stack, s.klass)];
+    a.alive++;
     if (s.promoted) a.promoted++;
-    if (s.died_gc >= 0) {
-      a.died++;
-      a.ages.push_back(static_cast<uint64_t>(s.died_gc) >= s.born_gc ? static_cast<uint64_t>(s.died_gc) - s.born_gc : 0);
-    } else {
-      a.alive++;
-      const double w = static_cast<double>(s.weight) * scale;
-      a.live += w;
-      a.var += w * w;
-    }
+    const double w = static_cast<double>(s.weight) * scale;
+    a.live += w;
+    a.var += w * w;
+  }
+  for (const auto& [key, d] : dead_) {
+    Acc& a = acc[name_of(site, key.first, key.second)];
+    a.died += d.died;
+    a.promoted += d.promoted;
+    for (int i = 0; i <= 64; i++) a.ages[i] += d.ages[i];
   }
   std::vector<Row> out;
   for (auto& [name, a] : acc) {
@@ -96,10 +137,14 @@ std::vector<LiveHeap::Row> LiveHeap::rows(bool site, size_t top) const {
     r.name = name;
     r.live_bytes = a.live;
     r.ci90 = 1.645 * std::sqrt(a.var);
-    r.tracked = a.tracked, r.alive = a.alive, r.died = a.died, r.promoted = a.promoted;
-    if (!a.ages.empty()) {
-      std::nth_element(a.ages.begin(), a.ages.begin() + a.ages.size() / 2, a.ages.end());
-      r.median_age_gcs = static_cast<double>(a.ages[a.ages.size() / 2]);
+    r.alive = a.alive, r.died = a.died, r.promoted = a.promoted;
+    r.tracked = a.alive + a.died;
+    for (uint64_t i = 0, seen = 0; a.died && i <= 64; i++) {
+      seen += a.ages[i];
+      if (2 * seen > a.died) {
+        r.median_age_gcs = static_cast<double>(i);
+        break;
+      }
     }
     out.push_back(std::move(r));
   }
@@ -117,7 +162,7 @@ std::map<std::pair<uint64_t, uint64_t>, LiveHeap::Use> LiveHeap::by_stack() cons
   std::map<std::pair<uint64_t, uint64_t>, Use> out;
   const double scale = std::ldexp(1.0, static_cast<int>(std::min<uint64_t>(level_, 60)));
   for (const auto& [id, s] : samples_) {
-    if (s.gone || s.died_gc >= 0 || s.born_seq >= judged_seq_) continue;
+    if (s.born_seq >= judged_seq_) continue;
     Use& u = out[{s.stack, s.klass}];
     u.bytes += static_cast<double>(s.weight) * scale;
     u.objects += static_cast<double>(trace::sample_objects(s.weight, s.alloc_bytes)) * scale;

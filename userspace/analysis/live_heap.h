@@ -40,7 +40,7 @@ class LiveHeap {
     double bytes = 0, objects = 0;
   };
   std::map<std::pair<uint64_t, uint64_t>, Use> by_stack() const;
-  uint64_t tracked() const { return samples_.size(); }
+  uint64_t tracked() const { return tracked_; }
   // Tracked samples allocated after the last collection that reported: not
   // in the estimate (as Go's heap profile counts what the last collection saw).
   uint64_t too_young() const;
@@ -48,26 +48,42 @@ class LiveHeap {
   uint64_t level() const { return level_; }
   uint64_t batches() const { return batches_; }
   uint64_t orphans() const { return early_.size(); }  // fates of ids not in the trace (tracked before it)
+  uint64_t dropped() const { return dropped_; }        // samples or fates past kMaxSamples: left out
   uint64_t lost() const { return lost_; }
 
  private:
+  // A tracked sample whose object has no final fate yet (alive, as far as
+  // the trace says).  Final fates are folded into per-(stack, class)
+  // counts and the sample forgotten, so what is kept is bounded by what is
+  // alive (the VM's table: at most JvmtraceLiveSamples); a trace file that
+  // names more is cut at kMaxSamples (counted in dropped()).
   struct Sample {
     uint64_t weight = 0, stack = 0, klass = 0, alloc_bytes = 0;
     uint64_t born_gc = 0;     // the last collection's id before it
     uint64_t born_seq = 0;    // collections started before it, in the trace
-    int64_t died_gc = -1;
-    bool promoted = false, gone = false;  // gone: thinned or untracked
+    bool promoted = false;
   };
+  // A fate that came before its sample (see add()).
+  struct Early {
+    int64_t died_gc = -1;
+    bool promoted = false, gone = false;
+  };
+  // The dead of a (stack, class): how many, how many were promoted first,
+  // and their ages in collections (64: 64 or more).
+  struct Dead {
+    uint64_t died = 0, promoted = 0;
+    uint64_t ages[65] = {};
+  };
+  static constexpr size_t kMaxSamples = 1 << 22;
+  void settle(const Sample& s, const Early& fate);
   std::vector<Row> rows(bool by_site, size_t top) const;
+  std::string name_of(bool by_site, uint64_t stack, uint64_t klass) const;
 
   const trace::TraceReader& reader_;
   std::unordered_map<uint64_t, Sample> samples_;
-  // Fates that came before their sample: the recorder writes a sample once
-  // its slow path's record has come (batched, up to a safepoint later),
-  // the VM may report its fate sooner.  Applied when it comes; those left
-  // at the end are of samples from before the recording.
-  std::unordered_map<uint64_t, Sample> early_;
-  void apply(Sample* s, const trace::Fate& f);
+  std::unordered_map<uint64_t, Early> early_;
+  std::map<std::pair<uint64_t, uint64_t>, Dead> dead_;
+  uint64_t tracked_ = 0, dropped_ = 0;
   uint64_t level_ = 0, batches_ = 0, fate_records_ = 0, lost_ = 0, last_gc_ = 0;
   // Collections started so far, and as of the last fates batch: a sample
   // born after that collection has not been judged by any collection yet.

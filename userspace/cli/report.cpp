@@ -442,7 +442,7 @@ int live_report(trace::TraceReader& reader, bool json, size_t top, const char* p
     };
     Json j = {{"live_bytes", std::llround(live.live_bytes())}, {"tracked", live.tracked()},
               {"level", live.level()}, {"fate_batches", live.batches()}, {"orphans", live.orphans()},
-              {"lost", live.lost()}, {"too_young", live.too_young()}, {"sites", rows(site_rows)}, {"classes", rows(class_rows)}};
+              {"lost", live.lost()}, {"dropped", live.dropped()}, {"too_young", live.too_young()}, {"sites", rows(site_rows)}, {"classes", rows(class_rows)}};
     std::printf("%s\n", json_text(j).c_str());
   } else {
     std::printf("Live heap: %.1f MiB estimated from %llu tracked samples, as of the last collection that reported\n"
@@ -465,6 +465,9 @@ int live_report(trace::TraceReader& reader, bool json, size_t top, const char* p
     if (live.orphans() || live.lost())
       std::printf("\n%llu fates of samples from before the recording; %llu fates the VM could not queue\n",
                   (unsigned long long)live.orphans(), (unsigned long long)live.lost());
+    if (live.dropped())
+      std::printf("%llu samples or fates past what report keeps (a trace no JVM writes): left out\n",
+                  (unsigned long long)live.dropped());
   }
   std::fflush(stdout);
   return trace_end_status("jvmtrace report", path, st, nullptr);
