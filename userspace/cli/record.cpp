@@ -14,7 +14,9 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <bpf/bpf.h>
 
@@ -146,51 +148,94 @@ void usage(FILE* out) {
                "  jvmtrace report app.jvmtrace\n");
 }
 
-// A manageable flag of the patched VM set for the recording (--sample-rate,
-// --live-samples on a -p JVM) through the attach mechanism, and the value it
-// had put back after (a JVM launched by -- COMMAND gets it on its command
-// line instead).
-struct VmFlag {
-  const char* name;
-  long value;           // what the recording wants
-  long default_value;   // the VM's default: what VM.flags leaves out
-  long old = -1;        // what it was; -1: not set by us
+// Manageable flags of the patched VM set for the recording (--sample-rate,
+// --live-samples) through jvmtrace's attach client, on the pinned target,
+// and the values they had put back after.  One attach operation at a time,
+// polled: the recorder's loop never waits for one.  A JVM held at start-up
+// cannot be attached to: it is tried again every 200 ms, for 30 s.
+class VmFlags {
+ public:
+  struct Flag {
+    const char* name;
+    long value;          // what the recording wants
+    long default_value;  // the VM's default: what VM.flags leaves out
+    long old = -1;       // what it was; -1: not set by us
+  };
+  VmFlags(const PinnedPid& target, std::vector<Flag> flags) : target_(target), flags_(std::move(flags)) {}
+  bool pending() const { return next_ < flags_.size(); }
+  // Moves on without blocking (wait: until the operation running ends);
+  // false once an operation failed this round (tried again later).
+  bool step(bool wait) {
+    if (!pending() || clock_ns(CLOCK_MONOTONIC) < retry_ns_) return true;
+    if (!op_) {  // (a new operation each time: one object runs one)
+      const std::string cmd = !have_olds_ ? std::string("VM.flags")
+                                          : std::string("VM.set_flag ") + flags_[next_].name + " " +
+                                                std::to_string(flags_[next_].value);
+      op_.emplace();
+      if (!op_->start(target_.pid(), cmd, 10, target_.fd())) return failed();
+    }
+    if (!op_->poll(wait)) return true;
+    if (op_->status() != AttachStatus::kOk) return failed();
+    const std::string answer = op_->message();
+    op_.reset();
+    if (!have_olds_) {
+      for (Flag& f : flags_) olds_.push_back(listed(answer, f.name, f.default_value));
+      have_olds_ = true;
+    } else {
+      flags_[next_].old = olds_[next_];
+      next_++;
+    }
+    return true;
+  }
+  // The recording's last moment to set them: say which could not be.
+  void give_up() {
+    for (size_t i = next_; i < flags_.size(); i++)
+      std::fprintf(stderr, "jvmtrace record: could not set %s=%ld through the attach mechanism (%s): the JVM "
+                   "keeps its own\n", flags_[i].name, flags_[i].value, printable(why_).c_str());
+    next_ = flags_.size();
+  }
+  bool expired() const { return clock_ns(CLOCK_MONOTONIC) >= deadline_ns_; }
+  // Puts back what was set (blocking: the probes are detached by then).
+  void restore() {
+    for (const Flag& f : flags_) {
+      if (f.old < 0 || f.old == f.value || !target_.alive()) continue;
+      AttachOperation op;
+      if (op.start(target_.pid(), std::string("VM.set_flag ") + f.name + " " + std::to_string(f.old), 10,
+                   target_.fd()))
+        op.poll(true);
+      if (op.status() != AttachStatus::kOk)
+        std::fprintf(stderr, "jvmtrace record: could not put %s back to %ld: %s\n", f.name, f.old,
+                     printable(op.message()).c_str());
+    }
+  }
+
+ private:
+  bool failed() {
+    why_ = op_->message();
+    op_.reset();
+    retry_ns_ = clock_ns(CLOCK_MONOTONIC) + 200'000'000;
+    return false;
+  }
+  // The value of -XX:NAME=V in VM.flags' output (it lists only flags not at
+  // their default), or def.
+  static long listed(const std::string& flags, const char* name, long def) {
+    const std::string key = std::string("-XX:") + name + "=";
+    const size_t at = flags.find(key);
+    if (at == std::string::npos) return def;
+    char* end = nullptr;
+    const long v = std::strtol(flags.c_str() + at + key.size(), &end, 10);
+    return end && end != flags.c_str() + at + key.size() ? v : def;
+  }
+
+  const PinnedPid& target_;
+  std::vector<Flag> flags_;
+  std::vector<long> olds_;
+  bool have_olds_ = false;
+  size_t next_ = 0;
+  std::optional<AttachOperation> op_;
+  std::string why_;
+  uint64_t retry_ns_ = 0, deadline_ns_ = clock_ns(CLOCK_MONOTONIC) + 30'000'000'000ull;
 };
-
-// The value of -XX:NAME=V in VM.flags' output (only flags not at their
-// default are listed), or def.
-long listed_flag(const std::string& flags, const char* name, long def) {
-  const std::string key = std::string("-XX:") + name + "=";
-  const size_t at = flags.find(key);
-  if (at == std::string::npos) return def;
-  char* end = nullptr;
-  const long v = std::strtol(flags.c_str() + at + key.size(), &end, 10);
-  return end && end != flags.c_str() + at + key.size() ? v : def;
-}
-
-// True when set; else *why says why (the JVM keeps its own value).
-bool set_vm_flag(pid_t pid, VmFlag* f, std::string* why) {
-  std::string msg;
-  if (jcmd(pid, "VM.flags", 10, &msg) != AttachStatus::kOk) {
-    *why = msg;
-    return false;
-  }
-  const long old = listed_flag(msg, f->name, f->default_value);
-  const AttachStatus st = jcmd(pid, std::string("VM.set_flag ") + f->name + " " + std::to_string(f->value), 10, &msg);
-  if (st != AttachStatus::kOk) {
-    *why = msg;
-    return false;
-  }
-  f->old = old;
-  return true;
-}
-
-void restore_vm_flag(pid_t pid, const PinnedPid& target, const VmFlag& f) {
-  if (f.old < 0 || f.old == f.value || !target.alive()) return;
-  std::string msg;
-  if (jcmd(pid, std::string("VM.set_flag ") + f.name + " " + std::to_string(f.old), 10, &msg) != AttachStatus::kOk)
-    std::fprintf(stderr, "jvmtrace record: could not put %s back to %ld: %s\n", f.name, f.old, printable(msg).c_str());
-}
 
 // --buffer-mb's largest value: the ring buffer's size (bytes) is a map's u32
 // max_entries and a power of two.
@@ -444,32 +489,20 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
   // --sample-rate, --live-samples: set before the probes go in; a JVM held
   // at start-up cannot be attached to, so its are set as soon as it answers
   // (until then, for its first moments, it samples at its own rate).
-  std::vector<VmFlag> flags;
+  std::vector<VmFlags::Flag> wanted;
   if (!stock && bpf.vm_stacks()) {
-    if (o.sample_rate >= 0) flags.push_back({"JvmtraceSampleRate", o.sample_rate, 250});
-    if (o.live_samples > 0) flags.push_back({"JvmtraceLiveSamples", o.live_samples, 65536});
+    if (o.sample_rate >= 0) wanted.push_back({"JvmtraceSampleRate", o.sample_rate, 250});
+    if (o.live_samples > 0) wanted.push_back({"JvmtraceLiveSamples", o.live_samples, 65536});
   }
-  const auto set_flags = [&](bool last_try) {
-    bool all = true;
-    for (VmFlag& f : flags) {
-      if (f.old >= 0) continue;
-      std::string why;
-      if (set_vm_flag(o.pid, &f, &why)) continue;
-      all = false;
-      if (last_try)
-        std::fprintf(stderr, "jvmtrace record: could not set %s=%ld through the attach mechanism (%s): the JVM "
-                     "keeps its own\n", f.name, f.value, printable(why).c_str());
+  VmFlags flags(bpf.target().proc, std::move(wanted));
+  if (!launch)
+    while (flags.pending() && flags.step(true)) {
     }
-    return all;
-  };
-  // (a JVM held at start-up answers only once it runs: tried again as it goes)
-  bool flags_pending = !flags.empty() && (launch ? true : !set_flags(false));
-  uint64_t flags_deadline_ns = clock_ns(CLOCK_MONOTONIC) + 30'000'000'000ull, flags_next_ns = 0;
   // Batched records count from here (those left in the VM from an earlier
   // tracer ended before).
   recorder.set_window(clock_ns(CLOCK_MONOTONIC), 0);
   if (!bpf.attach()) {
-    for (const VmFlag& f : flags) restore_vm_flag(o.pid, bpf.target().proc, f);
+    flags.restore();
     writer.discard();
     return 1;
   }
@@ -577,10 +610,9 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
       next_progress = now + std::chrono::milliseconds(500);
     }
     if (launch) launch->tick();  // JVMs the program starts later are held too: let them go
-    if (flags_pending && clock_ns(CLOCK_MONOTONIC) >= flags_next_ns) {  // a launched JVM: once it answers
-      const bool last_try = clock_ns(CLOCK_MONOTONIC) >= flags_deadline_ns;
-      flags_pending = !set_flags(last_try) && !last_try;
-      flags_next_ns = clock_ns(CLOCK_MONOTONIC) + 200'000'000;
+    if (flags.pending()) {  // a JVM held at start-up: once it answers
+      flags.step(false);
+      if (flags.pending() && flags.expired()) flags.give_up();
     }
     if (stop_requested()) { reason = trace::kEndUser; break; }
     if (o.duration > 0 && secs >= o.duration) { reason = trace::kEndDuration; break; }
@@ -607,7 +639,8 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
   const uint64_t end_t1 = clock_ns(CLOCK_MONOTONIC);
   __atomic_store_n(stopped, 1u, __ATOMIC_SEQ_CST);
   bpf.detach();
-  for (const VmFlag& f : flags) restore_vm_flag(o.pid, bpf.target().proc, f);
+  if (flags.pending()) flags.give_up();
+  flags.restore();
   const uint64_t end_t2 = clock_ns(CLOCK_MONOTONIC);
   recorder.read_until(end_t2 + kEndReadBudgetNs);
   ring_buffer__consume(rb.get());

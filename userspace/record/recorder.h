@@ -99,7 +99,8 @@ class Recorder {
     uint64_t cut_short = 0;      // released before their last batch came (time, size, next safepoint)
     uint64_t max_held = 0;       // most events held at once
   } hold_counts_;
-  static constexpr uint64_t kMaxHoldNs = 1000000000, kMaxHeldEvents = 1 << 20;
+  // (1 << 18 held events: about 25 MiB; a safepoint's own take a few thousand)
+  static constexpr uint64_t kMaxHoldNs = 1000000000, kMaxHeldEvents = 1 << 18;
   // Direct copies that lost their race (plab__batch's undo records): their
   // promote__direct left out; unmatched: it had been written already.
   uint64_t plab_undone_ = 0, plab_undo_unmatched_ = 0;
