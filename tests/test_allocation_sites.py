@@ -163,6 +163,20 @@ def jfr_sites(home, recording):
     return every, sampled, counts, span
 
 
+def trace_samples(trace):
+    """(sample, wall-clock ns) of each alloc__sample of the trace, from dump
+    --json (its time on the meta's realtime clock, JFR's)."""
+    r = subprocess.run([str(JVMTRACE), "dump", "--json", str(trace)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    offset = None
+    for line in r.stdout.splitlines():
+        x = json.loads(line)
+        if x["type"] == "meta":
+            offset = int(x["start_realtime_ns"]) - int(x["start_monotonic_ns"])
+        elif x.get("probe") == "alloc__sample":
+            yield x, x["ts_ns"] + offset
+
+
 def jvmtrace_sites(trace, span=None):
     """method -> bytes of the trace's samples by their allocation site (the
     leaf-most Java frame), by the VM's weights (unbiased estimates), only
@@ -171,16 +185,9 @@ def jvmtrace_sites(trace, span=None):
     the whole trace."""
     rep = json.loads(subprocess.run([str(JVMTRACE), "report", "--json", "--top", "100000", str(trace)],
                                     capture_output=True, text=True, timeout=300, check=True).stdout)
-    r = subprocess.run([str(JVMTRACE), "dump", "--json", str(trace)], capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
-    by_method, squares, offset = Counter(), Counter(), None
-    for line in r.stdout.splitlines():
-        x = json.loads(line)
-        if x["type"] == "meta":
-            offset = int(x["start_realtime_ns"]) - int(x["start_monotonic_ns"])
-        if x.get("probe") != "alloc__sample":
-            continue
-        if span and not span[0] <= x["ts_ns"] + offset <= span[1]:
+    by_method, squares = Counter(), Counter()
+    for x, wall in trace_samples(trace):
+        if span and not span[0] <= wall <= span[1]:
             continue
         java = [f for f in x["args"]["stack"] if f["kind"] != "vm"]
         if java and java[0]["method"] != "[unknown method]":
@@ -526,21 +533,12 @@ def test_lines_are_jfrs(sites_run):
     # Only what JFR's events saw too: JFR starts after the JVM (the trace
     # holds its start-up) and stops before its end.
     span = jfr_sites(home, r["work"] / "rec.jfr")[3]
-    d = subprocess.run([str(JVMTRACE), "dump", "--json", str(r["trace"])], capture_output=True, text=True,
-                       timeout=600)
-    assert d.returncode == 0, d.stderr
-    offset = None
-    for l in d.stdout.splitlines():
-        x = json.loads(l)
-        if x["type"] == "meta":
-            offset = int(x["start_realtime_ns"]) - int(x["start_monotonic_ns"])
-        if x.get("probe") != "alloc__sample":
-            continue
+    for x, wall in trace_samples(r["trace"]):
         for f in x["args"]["stack"]:
             if f["kind"] not in ("vm", "native") and f["file"]:
                 named += 1
                 zero += f["line"] == 0
-        if not span[0] <= x["ts_ns"] + offset <= span[1]:
+        if not span[0] <= wall <= span[1]:
             continue
         # (the leaf as JFR takes it: a native method's frame too, which has no line)
         java = [f for f in x["args"]["stack"] if f["kind"] != "vm"]
