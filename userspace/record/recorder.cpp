@@ -200,6 +200,8 @@ void Recorder::add_alloc_batch(const jt_event& k, size_t size, bool has_stack) {
   const bool last = k.nargs == JT_ALLOC_BATCH_ARGS && k.args[4] != 0;
   // A safepoint's records come before what followed its begin (a thread's
   // own flush comes after, held with the rest).
+  // (whether the hold is on is read before the bypass turns it off)
+  const bool releases = last && w_->holding() && safepoint_id == hold_id_;
   std::optional<trace::TraceWriter::Bypass> bypass;
   if (safepoint_id != 0) bypass.emplace(w_);
   const uint64_t count = k.args[1], step = k.args[2];
@@ -219,7 +221,7 @@ void Recorder::add_alloc_batch(const jt_event& k, size_t size, bool has_stack) {
     write_slow_path(r, -2);
   }
   malformed_ += count - n;  // cut in the kernel, or unreadable there: lost, counted
-  if (last && w_->holding() && safepoint_id == hold_id_) {
+  if (releases) {
     bypass.reset();
     release_held();
   }

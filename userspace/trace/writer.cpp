@@ -182,15 +182,23 @@ void TraceWriter::event(const Event& e) {
 void TraceWriter::release() {
   holding_ = false;
   std::vector<Held> held;
+  std::vector<Fates> held_fates;
   held.swap(held_);
+  held_fates.swap(held_fates_);
   for (const Held& h : held) {
-    if (h.is_stack) event_stack(h.stack);
+    if (h.fates) fates(held_fates[h.fates - 1]);
+    else if (h.is_stack) event_stack(h.stack);
     else event(h.event);
   }
 }
 
 void TraceWriter::fates(const Fates& f) {
   if (failed()) return;
+  if (holding_) {  // (a collection's fates after its held gc__start)
+    held_fates_.push_back(f);
+    held_.push_back(Held{false, 0, Event{}, held_fates_.size()});
+    return;
+  }
   make_room();
   codec_.put_fates(&payload_, f);
   record_added(f.ts_ns);

@@ -60,7 +60,7 @@ class TraceWriter {
   void fates(const Fates& f);
 
   // Holding events: from hold() on, event() and event_stack() queue what
-  // they are given (definitions, losses and fates still go out at once),
+  // they are given, and fates() its batches (definitions and losses still go out at once),
   // except inside a Bypass; release() writes the queue in order and stops
   // holding.  The recorder holds what follows a safepoint's begin until the
   // records the safepoint took arrive (alloc__batch), so the file keeps
@@ -130,13 +130,17 @@ class TraceWriter {
   std::vector<Method> method_defs_;
   std::vector<std::vector<Frame>> java_stack_defs_;
   // Held events, in order: an event, or (is_stack) the stack of the one before.
+  // A held record: an event, the stack of the event before it, or a fates
+  // batch (fates: its index in held_fates_ + 1).
   struct Held {
     bool is_stack;
     int64_t stack;
     Event event;
+    size_t fates = 0;
   };
   bool holding_ = false;
   std::vector<Held> held_;
+  std::vector<Fates> held_fates_;
 };
 
 }  // namespace jvmtrace::trace
