@@ -21,7 +21,10 @@
 #    flame graph into build/demo.*), and Saxon-HE recorded from its first
 #    allocation with `jvmtrace record --stacks -- java ...`: where it
 #    allocates (the VM's own stacks, inlined frames included, no JVM flag),
-#    its pauses beside -Xlog:gc, a flame graph and a pprof profile.
+#    its pauses beside -Xlog:gc, a flame graph and a pprof profile; then
+#    what stays alive: a program that leaks (tests/java/Leaky.java)
+#    recorded with `jvmtrace record --live`, and `report --live` naming the
+#    leak first among the growing sites (build/leaky.html plots it).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -281,3 +284,18 @@ echo "=== -Xlog:gc of the same run: the same pauses ==="
 grep ' Pause ' "$work/gc.log"
 echo "=== jvmtrace report --check $strace ==="
 "$jvmtrace" report --check "$strace"
+
+# What stays alive: a program with one leak among churning, medium- and
+# long-lived objects (tests/java/Leaky.java), recorded with --live from its
+# first allocation at the default sampling rate: report --live estimates
+# each site's live bytes after every collection and names the leak first
+# among the growing sites (docs/analysis.md, "What stays alive").
+ltrace=$repo/build/leaky.jvmtrace
+echo "=== jvmtrace record --live -o $ltrace -- java -Xmx768m Leaky 5 512 (5 units of 512 MiB of allocation, a System.gc() after each) ==="
+printf 'go\n' | "$jvmtrace" record -q --live -o "$ltrace" -- "$java_home/bin/java" -Xmx768m -cp "$classes" Leaky 5 512 1 \
+  2> "$tmp/leaky.err" | grep '^done' || { cat "$tmp/leaky.err"; exit 1; }
+echo "=== jvmtrace report --live $ltrace: what stays alive, and whose live bytes grow ==="
+"$jvmtrace" report --live --top 5 "$ltrace"
+"$jvmtrace" report --html "$ltrace" -o "$repo/build/leaky.html"
+"$jvmtrace" export --perfetto "$ltrace" -o "$repo/build/leaky.pftrace"
+echo "open $repo/build/leaky.html (the live heap by site over time); ui.perfetto.dev: $repo/build/leaky.pftrace (its 'live:' counters)"

@@ -36,6 +36,9 @@ svg.chart { display: block; } .grid { stroke: #eee; } .axis { stroke: #888; }
 .mark.old { fill: #d98b2b; } .mark.hbar { fill: #5a9a68; }
 .mark.line { fill: none; stroke: #4878a8; stroke-width: 1.5; } .mark.line.committed { stroke: #aaa; stroke-dasharray: 4 3; }
 .span { fill: #c8504a; opacity: .18; }
+.mark.line.live { stroke: #222; stroke-width: 2; } .mark.line.s0 { stroke: #c8504a; } .mark.line.s1 { stroke: #4878a8; }
+.mark.line.s2 { stroke: #5a9a68; } .mark.line.s3 { stroke: #d98b2b; } .mark.line.s4 { stroke: #8a5cb0; }
+.mark.line.s5 { stroke: #3aa0a0; }
 .legend span { display: inline-block; width: 10px; height: 10px; margin: 0 4px 0 12px; }
 details { margin-top: 6px; }
 )";
@@ -71,7 +74,8 @@ void log2_bars(const std::vector<uint64_t>& values, const std::string& cls, doub
 
 }  // namespace
 
-std::string html_report(TraceSummary& sum, const Derived& d, const trace::ReadStatus& st, int top) {
+std::string html_report(TraceSummary& sum, const Derived& d, const trace::ReadStatus& st, int top,
+                        const LiveHeap* live) {
   const trace::TraceReader& r = sum.reader;
   const bool stock = r.meta_value("mode") == "stock";
   const double t_end = std::max(d.span_s, sum.events ? static_cast<int64_t>(sum.last_ns - d.origin_ns) / 1e9 : 0.0);
@@ -197,6 +201,55 @@ std::string html_report(TraceSummary& sum, const Derived& d, const trace::ReadSt
          legend({{"#4878a8", "used"}, {"#aaa", "committed (after each pause)"}, {"#f0c8c6", "pauses"}});
   }
   h += "</figure>\n";
+
+  // What stays alive (record --live): the estimate after each collection
+  // that reported fates, in total and for the sites heaviest at the end.
+  if (live && !live->points().empty()) {
+    static const char* kColours[] = {"#c8504a", "#4878a8", "#5a9a68", "#d98b2b", "#8a5cb0", "#3aa0a0"};
+    const auto& points = live->points();
+    const auto top_sites = live->top_series(6);
+    std::vector<std::vector<svg::Point>> lines(1);
+    std::vector<std::string> classes{"live"};
+    std::vector<std::pair<std::string, std::string>> keys{{"#222", "all sites"}};
+    double ymax = 0;
+    for (const auto& p : points) lines[0].push_back({secs(p.ts_ns), p.live_bytes}), ymax = std::max(ymax, p.live_bytes);
+    for (size_t k = 0; k < top_sites.size(); k++) {
+      lines.emplace_back();
+      for (size_t i = 0; i < top_sites[k].live_bytes.size(); i++)
+        lines.back().push_back({secs(points[i].ts_ns), top_sites[k].live_bytes[i]});
+      classes.push_back("s" + std::to_string(k));
+      keys.push_back({kColours[k], top_sites[k].name});
+    }
+    svg::Axes a{"time since the recording started (s)", "live (estimated)", 0, std::max(t_end, 1e-3),
+                ymax > 0 ? ymax * 1.1 : 1};
+    a.y_unit = "B";
+    std::vector<svg::Bar> olds;
+    for (const auto& p : points)
+      if (LiveHeap::old_point(p))
+        olds.push_back({secs(p.ts_ns), secs(p.ts_ns), 0, "", "old or full collection GC " + std::to_string(p.gc_id)});
+    h += "<h2>Live heap by allocation site</h2>\n<p class=\"note\">Estimated from the sampled objects the VM "
+         "tracked (record --live): the bytes still alive after each collection that reported deaths, in total "
+         "and for the " + std::to_string(top_sites.size()) + " sites heaviest at the end. A young collection "
+         "sees only young objects' deaths: the old or full collections (marked) are where every death has been "
+         "seen.</p>\n<figure id=\"plot-live-heap\">" + svg::line_chart("live-heap", a, lines, classes, olds) +
+         legend(keys) + "</figure>\n";
+    const auto growth = live->growing(static_cast<size_t>(top));
+    h += "<h2>Growing sites</h2>\n<p class=\"note\">Leak suspects: the least-squares growth of each site's live "
+         "bytes across the " + std::to_string(live->old_points()) + " old or full collections.</p>\n";
+    if (growth.empty()) {
+      h += std::string("<p>") + (live->old_points() < 2 ? "Growth needs two old or full collections." : "No site grew.") +
+           "</p>\n";
+    } else {
+      h += "<table id=\"growing-sites\"><tr><th class=\"n\">MiB/min</th><th class=\"n\">first</th>"
+           "<th class=\"n\">last</th><th class=\"n\">grew</th><th>site</th></tr>\n";
+      for (const auto& g : growth)
+        h += "<tr><td class=\"n\">" + fmt("%.2f", g.bytes_per_s * 60 / 1048576.0) + "</td><td class=\"n\">" +
+             escape(human_bytes(g.first)) + "</td><td class=\"n\">" + escape(human_bytes(g.last)) +
+             "</td><td class=\"n\">" + std::to_string(g.up) + "/" + std::to_string(g.steps) + "</td><td>" +
+             escape(g.name) + "</td></tr>\n";
+      h += "</table>\n";
+    }
+  }
 
   // Allocation rate.
   {

@@ -27,6 +27,7 @@ void LiveHeap::add(const trace::Record& r) {
         if (fate.promoted) {
           it->second.promoted = true;
         } else {
+          leave(it->second);
           settle(it->second, fate);
           samples_.erase(it);
         }
@@ -47,13 +48,22 @@ void LiveHeap::add(const trace::Record& r) {
       e->second.gone |= fate.gone;
       if (fate.died_gc >= 0) e->second.died_gc = fate.died_gc;
     }
+    snapshot(r.fates);
     return;
   }
   if (r.type >= JT_PROBE_COUNT) return;
   const trace::Event& e = r.event;
-  if (e.probe == JT_GC_START) {
+  if (e.probe == JT_TLAB_REFILL) {
+    alloc_total_ += e.a[1];
+  } else if (e.probe == JT_ALLOC_SLOW_EXIT) {
+    if (e.a[2] == 2 || e.a[2] == 4) alloc_total_ += e.a[1];  // outside a TLAB (trace_summary's rule)
+  } else if (e.probe == JT_GC_START) {
     last_gc_ = e.a[0];
     gc_seq_++;
+    if (gc_kind_.size() < kMaxGcs) {
+      gc_kind_[e.a[0]] = static_cast<int>(e.a[3]);
+      gc_alloc_[e.a[0]] = alloc_total_;
+    }
   } else if (e.probe == JT_ALLOC_SAMPLE && e.a[5] != 0) {  // weight, class, alloc_bytes, outcome, stack + 1, id
     Sample s;
     s.weight = e.a[0];
@@ -62,6 +72,7 @@ void LiveHeap::add(const trace::Record& r) {
     s.stack = e.a[4];
     s.born_gc = last_gc_;
     s.born_seq = gc_seq_;
+    s.born_alloc = alloc_total_;
     auto early = early_.find(e.a[5]);
     if (early != early_.end()) {
       const Early fate = early->second;
@@ -78,8 +89,187 @@ void LiveHeap::add(const trace::Record& r) {
     } else {
       tracked_++;
     }
-    samples_[e.a[5]] = s;
+    s.site = site_of(s.stack);
+    auto [it, fresh] = samples_.emplace(e.a[5], s);
+    if (!fresh) {  // an id twice (no VM does this): the later one stands
+      leave(it->second);
+      it->second = s;
+    }
+    enter(s);
   }
+}
+
+uint32_t LiveHeap::site_of(uint64_t stack) {
+  auto it = stack_site_.find(stack);
+  if (it != stack_site_.end()) return it->second;
+  std::pair<uint64_t, uint64_t> key{UINT64_MAX, 0};  // no Java frame
+  if (stack && stack <= reader_.java_stacks().size())
+    if (const trace::Frame* f = allocation_site(reader_.java_stacks()[stack - 1])) key = {f->method, f->line};
+  auto [s, fresh] = site_ids_.emplace(key, static_cast<uint32_t>(site_stack_.size()));
+  if (fresh) {
+    site_stack_.push_back(stack);
+    site_w_.push_back(0);
+    site_young_w_.push_back(0);
+    site_young_epoch_.push_back(0);
+    dirty_.push_back(0);
+    series_.emplace_back();
+  }
+  stack_site_.emplace(stack, s->second);
+  return s->second;
+}
+
+// The running sums: what a collection has judged is the sum less what was
+// born since the last gc__start (born_seq == gc_seq_).
+void LiveHeap::enter(const Sample& s) {
+  const uint32_t i = s.site;
+  site_w_[i] += s.weight;
+  total_w_ += s.weight;
+  if (site_young_epoch_[i] != gc_seq_) site_young_epoch_[i] = gc_seq_, site_young_w_[i] = 0;
+  site_young_w_[i] += s.weight;
+  if (total_young_epoch_ != gc_seq_) total_young_epoch_ = gc_seq_, total_young_w_ = 0;
+  total_young_w_ += s.weight;
+  if (!dirty_[i]) dirty_[i] = 1, dirty_list_.push_back(i);
+}
+
+void LiveHeap::leave(const Sample& s) {
+  const uint32_t i = s.site;
+  site_w_[i] -= s.weight;
+  total_w_ -= s.weight;
+  if (s.born_seq == gc_seq_) {
+    if (site_young_epoch_[i] == gc_seq_) site_young_w_[i] -= s.weight;
+    if (total_young_epoch_ == gc_seq_) total_young_w_ -= s.weight;
+  }
+  if (!dirty_[i]) dirty_[i] = 1, dirty_list_.push_back(i);
+}
+
+double LiveHeap::scale() const { return std::ldexp(1.0, static_cast<int>(std::min<uint64_t>(level_, 60))); }
+
+double LiveHeap::site_now(uint32_t i) const {
+  const uint64_t young = site_young_epoch_[i] == gc_seq_ ? site_young_w_[i] : 0;
+  return static_cast<double>(site_w_[i] - young) * scale();
+}
+
+// A point after each collection's fates; the sites whose value changed get
+// an entry.  A collection's later batches (a scan in chunks) update its point.
+void LiveHeap::snapshot(const trace::Fates& f) {
+  const uint64_t young = total_young_epoch_ == gc_seq_ ? total_young_w_ : 0;
+  const double live = static_cast<double>(total_w_ - young) * scale();
+  if (points_.empty() || points_.back().gc_id != f.gc_id) {
+    if (points_.size() >= kMaxPoints) return;  // (a million collections: the rest are not plotted)
+    Point p;
+    p.gc_id = f.gc_id;
+    auto k = gc_kind_.find(f.gc_id);
+    if (k != gc_kind_.end()) p.kind = k->second;
+    points_.push_back(p);
+  }
+  points_.back().ts_ns = f.ts_ns;
+  points_.back().live_bytes = live;
+  const uint32_t at = static_cast<uint32_t>(points_.size() - 1);
+  if (level_ != scaled_level_) {  // every site's value moved
+    scaled_level_ = level_;
+    for (uint32_t i = 0; i < site_w_.size(); i++)
+      if (site_w_[i] && !dirty_[i]) dirty_[i] = 1, dirty_list_.push_back(i);
+  }
+  std::vector<uint32_t> still;  // sites with young samples: they change at the next gc__start
+  for (uint32_t i : dirty_list_) {
+    if (!series_cut_) {
+      auto& v = series_[i];
+      const double now = site_now(i);
+      if (!v.empty() && v.back().first == at) {
+        v.back().second = now;
+      } else if (v.empty() ? now != 0 : v.back().second != now) {
+        if (series_entries_ >= kMaxSeriesEntries) {
+          series_cut_ = true;
+          series_cut_at_ = at;
+        } else {
+          v.emplace_back(at, now);
+          series_entries_++;
+        }
+      }
+    }
+    if (site_young_epoch_[i] == gc_seq_ && site_young_w_[i]) still.push_back(i);
+    else dirty_[i] = 0;
+  }
+  dirty_list_.swap(still);
+}
+
+size_t LiveHeap::old_points() const {
+  return static_cast<size_t>(std::count_if(points_.begin(), points_.end(), old_point));
+}
+
+std::map<std::string, std::vector<double>> LiveHeap::named_series() const {
+  std::map<std::string, std::vector<double>> out;
+  const size_t n = series_end();
+  for (uint32_t i = 0; i < series_.size(); i++) {
+    if (series_[i].empty()) continue;
+    auto& v = out[name_of(true, site_stack_[i], 0)];
+    v.resize(n, 0.0);
+    size_t at = 0;
+    double value = 0;
+    for (const auto& [p, x] : series_[i]) {
+      for (; at < p && at < n; at++) v[at] += value;
+      value = x;
+    }
+    for (; at < n; at++) v[at] += value;
+  }
+  return out;
+}
+
+std::vector<LiveHeap::Series> LiveHeap::top_series(size_t top) const {
+  std::vector<Series> out;
+  for (auto& [name, v] : named_series()) out.push_back({name, std::move(v)});
+  std::sort(out.begin(), out.end(), [](const Series& a, const Series& b) {
+    const double x = a.live_bytes.empty() ? 0 : a.live_bytes.back(), y = b.live_bytes.empty() ? 0 : b.live_bytes.back();
+    return x != y ? x > y : a.name < b.name;
+  });
+  if (out.size() > top) out.resize(top);
+  return out;
+}
+
+std::vector<LiveHeap::Growth> LiveHeap::growing(size_t top) const {
+  std::vector<size_t> old;
+  for (size_t i = 0; i < series_end(); i++)
+    if (old_point(points_[i])) old.push_back(i);
+  std::vector<Growth> out;
+  if (old.size() < 2) return out;
+  // Least squares of bytes on seconds over the old points.
+  double tm = 0;
+  for (size_t i : old) tm += static_cast<double>(points_[i].ts_ns) / 1e9;
+  tm /= static_cast<double>(old.size());
+  double sxx = 0;
+  for (size_t i : old) {
+    const double dt = static_cast<double>(points_[i].ts_ns) / 1e9 - tm;
+    sxx += dt * dt;
+  }
+  if (sxx <= 0) return out;
+  // The last old point's interval, by site name, from the samples alive
+  // then is not kept; the current samples' variance stands in when the
+  // last old point is the last point (the usual end of a recording).
+  for (const auto& [name, v] : named_series()) {
+    double sxy = 0, ym = 0;
+    for (size_t i : old) ym += v[i];
+    ym /= static_cast<double>(old.size());
+    Growth g;
+    for (size_t k = 0; k < old.size(); k++) {
+      const size_t i = old[k];
+      sxy += (static_cast<double>(points_[i].ts_ns) / 1e9 - tm) * (v[i] - ym);
+      if (k) {
+        g.steps++;
+        if (v[i] > v[old[k - 1]]) g.up++;
+      }
+    }
+    g.bytes_per_s = sxy / sxx;
+    if (g.bytes_per_s <= 0 || v[old.back()] <= v[old.front()]) continue;
+    g.name = name;
+    g.first = v[old.front()];
+    g.last = v[old.back()];
+    out.push_back(std::move(g));
+  }
+  std::sort(out.begin(), out.end(), [](const Growth& a, const Growth& b) {
+    return a.bytes_per_s != b.bytes_per_s ? a.bytes_per_s > b.bytes_per_s : a.name < b.name;
+  });
+  if (out.size() > top) out.resize(top);
+  return out;
 }
 
 // A final fate: a death is counted with its age; a sample no longer
@@ -91,6 +281,9 @@ void LiveHeap::settle(const Sample& s, const Early& fate) {
   if (s.promoted || fate.promoted) d.promoted++;
   const uint64_t died = static_cast<uint64_t>(fate.died_gc);
   d.ages[std::min<uint64_t>(died >= s.born_gc ? died - s.born_gc : 0, 64)]++;
+  auto mark = gc_alloc_.find(died);
+  const uint64_t since = mark != gc_alloc_.end() && mark->second > s.born_alloc ? mark->second - s.born_alloc : 0;
+  d.age_bytes[since ? std::min(64, 64 - __builtin_clzll(since)) : 0]++;
 }
 
 uint64_t LiveHeap::too_young() const {
@@ -113,6 +306,7 @@ std::vector<LiveHeap::Row> LiveHeap::rows(bool site, size_t top) const {
     double live = 0, var = 0;
     uint64_t alive = 0, died = 0, promoted = 0;
     uint64_t ages[65] = {};
+    uint64_t age_bytes[65] = {};
   };
   std::map<std::string, Acc> acc;
   const double scale = std::ldexp(1.0, static_cast<int>(std::min<uint64_t>(level_, 60)));
@@ -129,7 +323,7 @@ std::vector<LiveHeap::Row> LiveHeap::rows(bool site, size_t top) const {
     Acc& a = acc[name_of(site, key.first, key.second)];
     a.died += d.died;
     a.promoted += d.promoted;
-    for (int i = 0; i <= 64; i++) a.ages[i] += d.ages[i];
+    for (int i = 0; i <= 64; i++) a.ages[i] += d.ages[i], a.age_bytes[i] += d.age_bytes[i];
   }
   std::vector<Row> out;
   for (auto& [name, a] : acc) {
@@ -143,6 +337,14 @@ std::vector<LiveHeap::Row> LiveHeap::rows(bool site, size_t top) const {
       seen += a.ages[i];
       if (2 * seen > a.died) {
         r.median_age_gcs = static_cast<double>(i);
+        break;
+      }
+    }
+    uint64_t seen = 0;
+    for (int i = 0; a.died && i <= 64; i++) {
+      seen += a.age_bytes[i];
+      if (2 * seen > a.died) {
+        r.median_age_bytes = i ? std::ldexp(1.0, i) : 0;
         break;
       }
     }

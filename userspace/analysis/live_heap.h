@@ -29,6 +29,7 @@ class LiveHeap {
     double ci90 = 0;           // half-width of a 90% interval
     uint64_t tracked = 0, alive = 0, died = 0, promoted = 0;
     double median_age_gcs = -1;  // of the dead, in collections; -1: none died
+    double median_age_bytes = -1;  // of the dead, bytes allocated since (a log2 bucket's upper bound); -1: none
   };
   // Heaviest live first, at most top rows.
   std::vector<Row> by_site(size_t top) const;
@@ -51,6 +52,45 @@ class LiveHeap {
   uint64_t dropped() const { return dropped_; }        // samples or fates past kMaxSamples: left out
   uint64_t lost() const { return lost_; }
 
+  // The live heap after each collection that reported fates (one point per
+  // collection: a collection's later batches update its point), for plots
+  // and growth.  kind: the collection's gc__start kind (0 young, 1 full,
+  // 2 concurrent cycle), -1 if the trace has no gc__start for it.
+  struct Point {
+    uint64_t ts_ns = 0, gc_id = 0;
+    int kind = -1;
+    double live_bytes = 0;
+  };
+  const std::vector<Point>& points() const { return points_; }
+  // An old or full collection: one after which every tracked object's death
+  // has been seen (a full pause, a concurrent cycle; docs/analysis.md).
+  static bool old_point(const Point& p) { return p.kind == 1 || p.kind == 2; }
+  size_t old_points() const;
+  // A site's estimate at every point (0 before its first live sample).
+  struct Series {
+    std::string name;
+    std::vector<double> live_bytes;  // by point
+  };
+  // The sites heaviest at the last point, at most top.
+  std::vector<Series> top_series(size_t top) const;
+  // Growing sites: least-squares growth of each site's live bytes across the
+  // old or full collections (at least two), fastest first; only sites that
+  // grew.  Leak suspects.
+  struct Growth {
+    std::string name;
+    double bytes_per_s = 0;        // least-squares slope over the old points
+    double first = 0, last = 0;    // live bytes at the first and last old point
+    double last_ci90 = 0;          // the last old point's 90% half-width
+    uint32_t up = 0, steps = 0;    // old-to-old steps in which it grew, of steps
+  };
+  std::vector<Growth> growing(size_t top) const;
+  // Points whose per-site values were not kept (past kMaxSeriesEntries): the
+  // per-site history ends at series_end(); totals are kept for every point.
+  size_t series_end() const { return series_cut_ ? series_cut_at_ : points_.size(); }
+  // Bytes allocated (new TLABs and objects outside them) between a dead
+  // sample's birth and the start of the collection that found it dead: the
+  // median over a row's dead, as a power of two's bucket (upper bound).
+
  private:
   // A tracked sample whose object has no final fate yet (alive, as far as
   // the trace says).  Final fates are folded into per-(stack, class)
@@ -61,6 +101,8 @@ class LiveHeap {
     uint64_t weight = 0, stack = 0, klass = 0, alloc_bytes = 0;
     uint64_t born_gc = 0;     // the last collection's id before it
     uint64_t born_seq = 0;    // collections started before it, in the trace
+    uint64_t born_alloc = 0;  // bytes allocated in the trace before it
+    uint32_t site = 0;        // its allocation site (sites_)
     bool promoted = false;
   };
   // A fate that came before its sample (see add()).
@@ -73,9 +115,24 @@ class LiveHeap {
   struct Dead {
     uint64_t died = 0, promoted = 0;
     uint64_t ages[65] = {};
+    uint64_t age_bytes[65] = {};  // log2 buckets: i holds [2^(i-1), 2^i)
   };
   static constexpr size_t kMaxSamples = 1 << 22;
+  static constexpr size_t kMaxSeriesEntries = 1 << 22;  // (site, point) values kept: 64 MiB
+  static constexpr size_t kMaxPoints = 1 << 20;
+  static constexpr size_t kMaxGcs = 1 << 20;             // collections' allocation marks kept
   void settle(const Sample& s, const Early& fate);
+  // A sample enters or leaves the running per-site sums.
+  void enter(const Sample& s);
+  void leave(const Sample& s);
+  uint32_t site_of(uint64_t stack);
+  void snapshot(const trace::Fates& f);
+  double scale() const;
+  // site's estimate now, as of the last collection that started (the young
+  // excluded)
+  double site_now(uint32_t site) const;
+  // Per-site values by name (sites of one name summed), at every point.
+  std::map<std::string, std::vector<double>> named_series() const;
   std::vector<Row> rows(bool by_site, size_t top) const;
   std::string name_of(bool by_site, uint64_t stack, uint64_t klass) const;
 
@@ -88,6 +145,29 @@ class LiveHeap {
   // Collections started so far, and as of the last fates batch: a sample
   // born after that collection has not been judged by any collection yet.
   uint64_t gc_seq_ = 0, judged_seq_ = 0;
+
+  // Allocation sites, and what is alive at each: weight sums (exact, before
+  // the level's scale) of the samples alive, and of those born since the
+  // last gc__start (young_epoch_ == gc_seq_), which no collection judged.
+  // A site is a (method, line) (the leaf-most Java frame); its name is
+  // looked up when printed, as rows() does.
+  std::unordered_map<uint64_t, uint32_t> stack_site_;
+  std::map<std::pair<uint64_t, uint64_t>, uint32_t> site_ids_;
+  std::vector<uint64_t> site_stack_;  // a stack (id + 1) of each site, for its name
+  std::vector<uint64_t> site_w_, site_young_w_, site_young_epoch_;
+  std::vector<uint8_t> dirty_;
+  std::vector<uint32_t> dirty_list_;
+  uint64_t total_w_ = 0, total_young_w_ = 0, total_young_epoch_ = 0;
+  uint64_t scaled_level_ = 0;  // the level of the last snapshot
+  std::vector<Point> points_;
+  // series_[site]: (point, live bytes) where its value changed
+  std::vector<std::vector<std::pair<uint32_t, double>>> series_;
+  size_t series_entries_ = 0, series_cut_at_ = 0;
+  bool series_cut_ = false;
+  // gc__start kinds and the bytes allocated before each collection started
+  std::unordered_map<uint64_t, int> gc_kind_;
+  std::unordered_map<uint64_t, uint64_t> gc_alloc_;
+  uint64_t alloc_total_ = 0;
 };
 
 }  // namespace jvmtrace::analysis

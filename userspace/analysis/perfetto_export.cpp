@@ -162,7 +162,7 @@ std::unique_ptr<TimelineSink> trace_event_json_sink(uint64_t origin_ns, std::fun
 
 PerfettoExport::PerfettoExport(const trace::TraceReader& reader, uint64_t origin_ns, TimelineSink& sink,
                                uint64_t rate_interval_ns)
-    : reader_(reader), origin_(origin_ns), printable_(printable_sink(sink)), out_(*printable_), interval_(rate_interval_ns ? rate_interval_ns : 10000000) {}
+    : reader_(reader), origin_(origin_ns), printable_(printable_sink(sink)), out_(*printable_), interval_(rate_interval_ns ? rate_interval_ns : 10000000), live_(reader) {}
 
 void PerfettoExport::name_thread(uint32_t tid, const std::string& name, int sort_index) {
   out_.thread(pid_, tid, name, sort_index);
@@ -202,6 +202,7 @@ void PerfettoExport::rate_until(uint64_t ns) {
 }
 
 void PerfettoExport::add(const trace::Record& r) {
+  live_.add(r);
   if (r.type == trace::kMeta) {
     pid_ = static_cast<uint32_t>(std::strtoul(reader_.meta_value("pid").c_str(), nullptr, 10));
     std::string cmd = reader_.meta_value("cmdline");
@@ -403,7 +404,24 @@ void PerfettoExport::finish() {
   }
   if (heap_known_ && heap_pending_) heap_counter(last_ns_, heap_used_);
   if (rate_started_) rate_until(rate_bucket_ + interval_);  // the last, partial bucket
+  live_counters();
   out_.finish();
+}
+
+// A counter of the estimated live heap, and one for each of the 8 sites
+// heaviest at the end (docs/analysis.md), a value after each collection
+// that reported fates.
+void PerfettoExport::live_counters() {
+  const auto& points = live_.points();
+  if (points.empty()) return;
+  for (const auto& p : points) out_.counter("live heap (bytes, estimated)", "live", p.ts_ns, std::llround(p.live_bytes));
+  const auto top = live_.top_series(8);
+  live_names_.reserve(top.size());  // (no reallocation: the sink may keep the pointers)
+  for (const auto& s : top) {
+    live_names_.push_back("live: " + s.name);
+    for (size_t i = 0; i < s.live_bytes.size(); i++)
+      out_.counter(live_names_.back().c_str(), "live", points[i].ts_ns, std::llround(s.live_bytes[i]));
+  }
 }
 
 }  // namespace jvmtrace::analysis

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analysis/live_heap.h"
 #include "base/json.h"
 #include "trace/reader.h"
 
@@ -136,6 +137,12 @@ class PerfettoExport {
   // Allocation rate: bytes per interval.
   bool rate_started_ = false;
   uint64_t rate_bucket_ = 0, rate_bytes_ = 0;
+  // What stays alive (a record --live trace): the live heap after each
+  // collection that reported, in total and for the top sites, drawn at the
+  // end (counters need not come in time order).
+  LiveHeap live_;
+  std::vector<std::string> live_names_;  // (counter names outlive their calls)
+  void live_counters();
 };
 
 }  // namespace jvmtrace::analysis

@@ -43,9 +43,12 @@ void usage(FILE* out) {
                "      --json           one JSON object\n"
                "      --live           what stays alive (a recording made with record --live): the\n"
                "                       estimated live bytes of each allocation site and class as of the\n"
-               "                       last collection that reported deaths, with a 90% interval, how many\n"
-               "                       of its tracked objects died and at what age (in collections), and\n"
-               "                       how many reached the old generation (Serial, Parallel, G1)\n"
+               "                       last collection that reported deaths, with a 90%% interval, how many\n"
+               "                       of its tracked objects died and at what age (in collections and in\n"
+               "                       bytes allocated since), how many reached the old generation (Serial,\n"
+               "                       Parallel, G1); the live heap after each collection; and the growing\n"
+               "                       sites: whose live bytes grow across old or full collections (leak\n"
+               "                       suspects, fastest first)\n"
                "      --interval SEC   allocation-rate buckets (default: the recording in ~20 steps)\n"
                "      --top N          classes and threads to list (default 10)\n"
                "      --check          replay the trace (per thread its TLAB and slow path, per GC worker\n"
@@ -61,6 +64,7 @@ void usage(FILE* out) {
                "  jvmtrace report app.jvmtrace\n"
                "  jvmtrace report --json app.jvmtrace | jq '.gcs[] | select(.duration_ms > 10)'\n"
                "  jvmtrace report --check app.jvmtrace\n"
+               "  jvmtrace report --live app.jvmtrace          # (recorded with record --stacks --live)\n"
                "  jvmtrace report --html app.jvmtrace -o app.html\n");
 }
 
@@ -430,6 +434,11 @@ int live_report(trace::TraceReader& reader, bool json, size_t top, const char* p
     return 1;
   }
   const auto site_rows = live.by_site(top), class_rows = live.by_class(top);
+  const auto growth = live.growing(top);
+  const auto& points = live.points();
+  const uint64_t origin = trace_origin_ns(reader);
+  const auto secs = [&](uint64_t ns) { return ns > origin ? static_cast<double>(ns - origin) / 1e9 : 0.0; };
+  const auto kind_name = [](int kind) { return kind == 0 ? "young" : kind == 1 ? "full" : kind == 2 ? "concurrent" : "?"; };
   if (json) {
     const auto rows = [](const std::vector<analysis::LiveHeap::Row>& v) {
       Json out = Json::array();
@@ -437,31 +446,75 @@ int live_report(trace::TraceReader& reader, bool json, size_t top, const char* p
         out.push_back({{"name", r.name}, {"live_bytes", std::llround(r.live_bytes)},
                        {"ci90_bytes", std::llround(r.ci90)}, {"tracked", r.tracked}, {"alive", r.alive},
                        {"died", r.died}, {"promoted", r.promoted},
-                       {"median_age_gcs", r.median_age_gcs >= 0 ? Json(r.median_age_gcs) : Json(nullptr)}});
+                       {"median_age_gcs", r.median_age_gcs >= 0 ? Json(r.median_age_gcs) : Json(nullptr)},
+                       {"median_age_bytes", r.median_age_bytes >= 0 ? Json(r.median_age_bytes) : Json(nullptr)}});
       return out;
     };
+    Json collections = Json::array();
+    for (const auto& p : points)
+      collections.push_back({{"t_s", secs(p.ts_ns)}, {"gc_id", p.gc_id}, {"kind", kind_name(p.kind)},
+                             {"old", analysis::LiveHeap::old_point(p)}, {"live_bytes", std::llround(p.live_bytes)}});
+    Json growing = Json::array();
+    for (const auto& g : growth)
+      growing.push_back({{"name", g.name}, {"bytes_per_s", std::llround(g.bytes_per_s)},
+                         {"first_bytes", std::llround(g.first)}, {"last_bytes", std::llround(g.last)},
+                         {"grew_steps", g.up}, {"steps", g.steps}});
+    Json series = Json::array();
+    for (const auto& t : live.top_series(std::min<size_t>(top, 16))) {
+      Json v = Json::array();
+      for (double x : t.live_bytes) v.push_back(std::llround(x));
+      series.push_back({{"name", t.name}, {"live_bytes", v}});
+    }
     Json j = {{"live_bytes", std::llround(live.live_bytes())}, {"tracked", live.tracked()},
               {"level", live.level()}, {"fate_batches", live.batches()}, {"orphans", live.orphans()},
-              {"lost", live.lost()}, {"dropped", live.dropped()}, {"too_young", live.too_young()}, {"sites", rows(site_rows)}, {"classes", rows(class_rows)}};
+              {"lost", live.lost()}, {"dropped", live.dropped()}, {"too_young", live.too_young()},
+              {"sites", rows(site_rows)}, {"classes", rows(class_rows)}, {"collections", collections},
+              {"old_collections", live.old_points()}, {"growing", growing},
+              {"site_series", series}, {"site_series_points", live.series_end()}};
     std::printf("%s\n", json_text(j).c_str());
   } else {
     std::printf("Live heap: %.1f MiB estimated from %llu tracked samples, as of the last collection that reported\n"
                 "(thinning level %llu, %llu fate batches; %llu samples allocated since are not judged yet)\n",
                 live.live_bytes() / 1048576.0, (unsigned long long)live.tracked(), (unsigned long long)live.level(),
                 (unsigned long long)live.batches(), (unsigned long long)live.too_young());
+    if (!points.empty()) {
+      double lo = points[0].live_bytes, hi = lo;
+      for (const auto& p : points) lo = std::min(lo, p.live_bytes), hi = std::max(hi, p.live_bytes);
+      std::printf("After each of %zu collections that reported (%zu old or full): %.1f to %.1f MiB; the last %zu:\n ",
+                  points.size(), live.old_points(), lo / 1048576.0, hi / 1048576.0, std::min<size_t>(points.size(), 8));
+      for (size_t i = points.size() > 8 ? points.size() - 8 : 0; i < points.size(); i++)
+        std::printf(" %.1fs %s%s %.1f MiB%s", secs(points[i].ts_ns), analysis::LiveHeap::old_point(points[i]) ? "*" : "",
+                    kind_name(points[i].kind), points[i].live_bytes / 1048576.0, i + 1 < points.size() ? "," : "\n");
+    }
     const auto table = [](const char* title, const std::vector<analysis::LiveHeap::Row>& v) {
-      std::printf("\n%s\n  %12s %10s %7s %7s %9s %9s  %s\n", title, "live MiB", "+-90%", "alive", "died", "age(gcs)",
-                  "promoted", "where");
+      std::printf("\n%s\n  %12s %10s %7s %7s %9s %10s %9s  %s\n", title, "live MiB", "+-90%", "alive", "died",
+                  "age(gcs)", "age(MiB)", "promoted", "where");
       for (const auto& r : v) {
-        char age[32] = "-";
+        char age[32] = "-", bytes[32] = "-";
         if (r.median_age_gcs >= 0) std::snprintf(age, sizeof age, "%.0f", r.median_age_gcs);
-        std::printf("  %12.2f %10.2f %7llu %7llu %9s %8.0f%%  %s\n", r.live_bytes / 1048576.0, r.ci90 / 1048576.0,
-                    (unsigned long long)r.alive, (unsigned long long)r.died, age,
+        if (r.median_age_bytes >= 0) std::snprintf(bytes, sizeof bytes, "<%.3g", r.median_age_bytes / 1048576.0);
+        std::printf("  %12.2f %10.2f %7llu %7llu %9s %10s %8.0f%%  %s\n", r.live_bytes / 1048576.0, r.ci90 / 1048576.0,
+                    (unsigned long long)r.alive, (unsigned long long)r.died, age, bytes,
                     r.tracked ? 100.0 * r.promoted / r.tracked : 0.0, printable(r.name).c_str());
       }
     };
     table("By allocation site (the leaf-most Java frame):", site_rows);
     table("By class:", class_rows);
+    std::printf("\nGrowing sites (leak suspects): live bytes across the %zu old or full collections, least-squares growth\n",
+                live.old_points());
+    if (live.old_points() < 2) {
+      std::printf("  (growth needs two old or full collections: this recording saw %zu)\n", live.old_points());
+    } else if (growth.empty()) {
+      std::printf("  (no site grew)\n");
+    } else {
+      std::printf("  %12s %10s %10s %8s  %s\n", "MiB/min", "first MiB", "last MiB", "grew", "where");
+      for (const auto& g : growth)
+        std::printf("  %12.2f %10.2f %10.2f %4u/%-3u  %s\n", g.bytes_per_s * 60 / 1048576.0, g.first / 1048576.0,
+                    g.last / 1048576.0, g.up, g.steps, printable(g.name).c_str());
+    }
+    if (live.series_end() < points.size())
+      std::printf("  (per-site history kept for the first %zu collections of %zu: past the cap report keeps)\n",
+                  live.series_end(), points.size());
     if (live.orphans() || live.lost())
       std::printf("\n%llu fates of samples from before the recording; %llu fates the VM could not queue\n",
                   (unsigned long long)live.orphans(), (unsigned long long)live.lost());
@@ -529,7 +582,8 @@ int report_command(int argc, char** argv) {
     return 2;
   }
   if (live && (do_check || html)) {
-    std::fprintf(stderr, "jvmtrace report: --live is a run of its own (not with --check or --html)\n");
+    std::fprintf(stderr, "jvmtrace report: --live is a run of its own (not with --check or --html; --html "
+                 "draws the live heap of a record --live trace by itself)\n");
     return 2;
   }
   if (do_check && html) {
@@ -556,9 +610,11 @@ int report_command(int argc, char** argv) {
   }
   if (live) return live_report(reader, json, static_cast<size_t>(top), argv[optind]);
   analysis::TraceSummary summary(reader);
+  analysis::LiveHeap live_heap(reader);  // (the HTML page's live heap, for a record --live trace)
   Progress progress("jvmtrace report", argv[optind]);
   const trace::ReadStatus st = reader.read([&](const trace::Record& r, uint64_t offset) {
     summary.add(r);
+    if (html) live_heap.add(r);
     progress.at(offset);
   });
   progress.done();
@@ -569,7 +625,7 @@ int report_command(int argc, char** argv) {
       std::fprintf(stderr, "jvmtrace report: %s\n", error.c_str());
       return 1;
     }
-    out.write(analysis::html_report(summary, d, st, static_cast<int>(top)));
+    out.write(analysis::html_report(summary, d, st, static_cast<int>(top), &live_heap));
     if (!out.close(&error)) {
       std::fprintf(stderr, "jvmtrace report: %s\n", error.c_str());
       return 1;
