@@ -547,9 +547,9 @@ def test_threads_started_together_sample_at_different_bytes(jdks, java_classes, 
     first slow path whose running total reaches C, in [C, C + the slow
     path) for every thread, so no pair is apart (checked below on this
     run's own slow paths).  The VM's old seeding (javaTimeNanos() | 1 and
-    one xorshift step, draws within 2^-14 of each other for threads seeded
-    within a millisecond) fails it too: replayed below from each thread's
-    first slow path's time."""
+    one xorshift step: draws within 2^-14 of each other for threads seeded
+    within a millisecond) is replayed from each thread's first slow path's
+    time and printed."""
     trace = tmp_path / "seeds.jvmtrace"
     java = Path(jdks["patched"]) / "bin/java"
     cmd = [str(java), "-XX:+UnlockDiagnosticVMOptions", "-XX:+PauseAtStartup", "-XX:+UseSerialGC", "-Xmx256m",
@@ -584,13 +584,14 @@ def test_threads_started_together_sample_at_different_bytes(jdks, java_classes, 
     for c in sorted(positions):
         same = [position_of(c, s) for s in streams]
         assert None not in same and separated_share(same, width) == 0, (c, same)
-    # ... and with the old seeding, each thread seeded by its first slow path's time.
+    # ... and what the old seeding would have done, each thread seeded by its first slow
+    # path's time: printed, not asserted (it fails the check for threads seeded within a
+    # millisecond, but two cores spread 16 threads' first slow paths over 20-45 ms, where a
+    # carry into the draw's high bits sometimes parts them: 0-40% of pairs in five runs).
     firsts = [t[4] for t in threads.values()]
     old = [position_of(xorshift_first_draw(ts, SEED_MEAN), s) for ts, s in zip(firsts, streams)]
-    old_share = separated_share(old, width)
     print(f"identical countdowns: no pair apart; the old seeding (first slow paths within "
-          f"{(max(firsts) - min(firsts)) / 1e6:.2f} ms): {old_share:.0%} of pairs apart")
-    assert old_share < 0.5, (old, firsts)
+          f"{(max(firsts) - min(firsts)) / 1e6:.2f} ms): {separated_share(old, width):.0%} of pairs apart")
 
 
 def test_libjvm_symbols_are_read_once_before_the_banner(jdks17, java_classes, tmp_path):
