@@ -11,6 +11,10 @@ interleaved (the order rotates each round):
   stacks-1000 `record --stacks --sample-rate 1000`
   every       `record --stacks --sample-rate 0`: every slow path sampled, so the samples'
               cost shows in the JVM's CPU time (the marginal cost per sample, below)
+  walk        `record --stacks --sample-rate 1000` with bpftrace beside it timing the VM's own
+              work per sample in the allocating thread (jvmtrace_fire_sample's entry to its
+              alloc__sample probe: the stack walk and the leaf's name); its CPU carries the
+              extra uprobe, so it is not one to compare
 
 and prints, per run: the JVM's CPU (user + sys of the child, from wait4's rusage), the
 program's own allocation rate (the workers' getCurrentThreadAllocatedBytes), the traced
@@ -25,13 +29,14 @@ against the same round's `record` (median and range of the per-round differences
 sample's cost in microseconds: the BPF program's run time + the uprobe's trap (--trap-us,
 docs/performance.md's 5-byte-nop figure) + the VM's own work (the stack walk, the leaf's
 name, the controller), which is isolated as the `every` mode's extra JVM CPU over `record`'s,
-per sample, less the BPF and trap share; and what the default rate's samples cost as a
+per sample, less the BPF and trap share, and timed directly by the walk mode (preferred: the
+CPU difference is noise on a shared machine); and what the default rate's samples cost as a
 share of the JVM's CPU by that figure.
 
 Run it on a quiet machine: two cores shared with anything else make the CPU figures noise.
 
-  sudo bench/server_sampler.py [--rounds 6] [--requests 400000] [--line 17] [--gc G1]
-                               [--modes none,record,stacks,stacks-1000,every] [--jvmtrace PATH]
+  sudo bench/server_sampler.py [--rounds 6] [--requests 2000000] [--line 17] [--gc G1]
+                               [--modes none,record,stacks,stacks-1000,every,walk] [--jvmtrace PATH]
 """
 import argparse
 import bisect
@@ -57,8 +62,20 @@ MODES = {
     "stacks": ["--stacks"],
     "stacks-1000": ["--stacks", "--sample-rate", "1000"],
     "every": ["--stacks", "--sample-rate", "0"],
+    "walk": ["--stacks", "--sample-rate", "1000"],
 }
-TARGETS = {"stacks": 250, "stacks-1000": 1000}  # the JVM's own JvmtraceSampleRate is 250
+# The VM's own work per sample, timed in the allocating thread (mode walk, beside record):
+# from jvmtrace_fire_sample's entry (a uprobe on the local symbol) to its alloc__sample probe,
+# which fires once the stack is walked and the leaf named.  Wall time: a thread preempted in
+# between shows as an outlier, so the median is the figure.  It includes the entry uprobe's
+# own return (part of a trap).
+WALK_BT = """
+uprobe:{lib}:_ZL20jvmtrace_fire_sampleP10JavaThreadmRK21jvmtrace_alloc_recordm /pid == {pid}/ {{ @s[tid] = nsecs; }}
+usdt:{lib}:jvmtrace:alloc__sample /pid == {pid} && @s[tid]/ {{
+  @walk_us = lhist((nsecs - @s[tid]) / 1000, 0, 1000, 1); delete(@s[tid]);
+}}
+"""
+TARGETS = {"stacks": 250, "stacks-1000": 1000, "walk": 1000}  # the JVM's own JvmtraceSampleRate is 250
 OUTSIDE_TLAB = (2, 4)  # alloc__slow__exit outcomes that handed out memory outside TLABs (jvmtrace_abi.h)
 
 
@@ -68,16 +85,20 @@ def patched_home(line):
     return dict(l.split("=", 1) for l in out.split() if "=" in l)["patched"]
 
 
-def prog_stats():
-    """name -> (run_time_ns, run_cnt) of the loaded BPF programs we care for."""
-    out = subprocess.run(["bpftool", "prog", "show"], capture_output=True, text=True).stdout
-    stats = {}
-    for line in out.splitlines():
-        m = re.search(r"name (\S+).*run_time_ns (\d+) run_cnt (\d+)", line)
-        if m and m.group(1) in PROGRAMS:
-            t, c = stats.get(m.group(1), (0, 0))
-            stats[m.group(1)] = (t + int(m.group(2)), c + int(m.group(3)))
-    return stats
+def prog_stats(ids=None):
+    """name -> (run_time_ns, run_cnt) of the loaded BPF programs we care for, those of ids
+    only if given, and the ids: the recorder's are the ones loaded when it has attached
+    (bpftrace's program at alloc__sample, in the walk mode, has the same name, and bpftool
+    may not name a program's process)."""
+    out = subprocess.run(["bpftool", "--json", "prog", "show"], capture_output=True, text=True).stdout
+    stats, seen = {}, set()
+    for p in json.loads(out or "[]"):
+        if p.get("name") not in PROGRAMS or (ids is not None and p.get("id") not in ids):
+            continue
+        seen.add(p.get("id"))
+        t, c = stats.get(p["name"], (0, 0))
+        stats[p["name"]] = (t + p.get("run_time_ns", 0), c + p.get("run_cnt", 0))
+    return stats, seen
 
 
 def trace_figures(jvmtrace, trace):
@@ -122,6 +143,36 @@ def rate_figures(stamps):
             "steady": statistics.mean(steady) if steady else float("nan"), "span": span}
 
 
+def libjvm_of(pid):
+    """libjvm.so as this machine's root sees it (21 and 25 run in a Debian 13 root)."""
+    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+        if line.endswith("/libjvm.so"):
+            return os.path.realpath(f"/proc/{pid}/root" + line.split(None, 5)[5])
+    raise RuntimeError(f"no libjvm.so in {pid}'s maps")
+
+
+def walk_figures(text):
+    """(samples timed, median, p90, mean under 1 ms) of WALK_BT's histogram, in us."""
+    buckets = []
+    for line in text.splitlines():
+        m = re.match(r"\[(\d+)(?:, \d+\)|, \.\.\.\))\s+(\d+)", line.strip())
+        if m:
+            buckets.append((int(m.group(1)), int(m.group(2))))
+    n = sum(c for _, c in buckets)
+    if not n:
+        return None
+
+    def quantile(q):
+        seen = 0
+        for v, c in buckets:
+            seen += c
+            if seen >= q * n:
+                return v + 0.5
+    under = [(v, c) for v, c in buckets if v < 1000]
+    mean = sum((v + 0.5) * c for v, c in under) / max(1, sum(c for _, c in under))
+    return n, quantile(0.5), quantile(0.9), mean
+
+
 def one_run(mode, jvmtrace, java, classes, work, a):
     trace = work / f"{mode}.jvmtrace"
     if trace.exists():
@@ -150,6 +201,26 @@ def one_run(mode, jvmtrace, java, classes, work, a):
             rec.kill()
             jvm.kill()
             raise RuntimeError(f"record did not attach ({mode}): " + "\n".join(lines[-5:]))
+    ids = prog_stats()[1] if rec is not None else set()  # the recorder's programs, before bpftrace's
+    bt = None
+    if mode == "walk":
+        script = work / "walk.bt"
+        script.write_text(WALK_BT.format(lib=libjvm_of(jvm.pid), pid=jvm.pid))
+        bt = subprocess.Popen(["bpftrace", str(script)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        bt_out = []
+        bt_ready = threading.Event()
+
+        def read_bt():
+            for l in bt.stdout:
+                bt_out.append(l)
+                if l.startswith("Attaching"):
+                    bt_ready.set()
+        bt_reader = threading.Thread(target=read_bt, daemon=True)
+        bt_reader.start()
+        if not bt_ready.wait(60):
+            bt.kill()
+            raise RuntimeError("bpftrace did not attach: " + "".join(bt_out[-5:]))
+        time.sleep(1)  # "Attaching" comes before the probes are in
     last = {}
     t0 = time.monotonic()
     jvm.stdin.write("go\n")
@@ -161,7 +232,7 @@ def one_run(mode, jvmtrace, java, classes, work, a):
         if pid == jvm.pid:
             jvm.returncode = os.waitstatus_to_exitcode(status)
             break
-        now = prog_stats()
+        now = prog_stats(ids)[0]
         if now:
             last = now
         time.sleep(a.poll)
@@ -170,12 +241,18 @@ def one_run(mode, jvmtrace, java, classes, work, a):
     if rec is not None:
         rec.wait(300)
         reader.join(10)
+    walk = None
+    if bt is not None:
+        bt.send_signal(2)  # SIGINT: bpftrace prints its maps and ends
+        bt.wait(60)
+        bt_reader.join(10)
+        walk = walk_figures("".join(bt_out))
     if jvm.returncode != 0:
         raise RuntimeError(f"ServerBench exited {jvm.returncode} ({mode}): {out[-1000:]}")
     m = re.search(r"allocated (\d+) in (\d+) ms", out)
     r = {"mode": mode, "user": usage.ru_utime, "sys": usage.ru_stime, "cpu": usage.ru_utime + usage.ru_stime,
          "wall": wall, "alloc_rate": int(m.group(1)) / (int(m.group(2)) / 1e3) if m else float("nan"),
-         "programs": last, "rec": "\n".join(lines)}
+         "programs": last, "rec": "\n".join(lines), "walk": walk}
     s = re.search(r"(\d+) allocation samples with", r["rec"])
     r["rec_samples"] = int(s.group(1)) if s else None
     if rec is not None:
@@ -200,12 +277,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--rounds", type=int, default=6)
-    ap.add_argument("--modes", default="none,record,stacks,stacks-1000,every")
+    ap.add_argument("--modes", default="none,record,stacks,stacks-1000,every,walk")
     ap.add_argument("--line", default="17")
     ap.add_argument("--gc", default="G1")
     ap.add_argument("--heap", default="1g")
     ap.add_argument("--threads", type=int, default=8)
-    ap.add_argument("--requests", type=int, default=400_000, help="per thread (about 10 s a run here)")
+    ap.add_argument("--requests", type=int, default=2_000_000,
+                    help="per thread (about 10 s a run at 8-10 GB/s, this machine quiet)")
     ap.add_argument("--depth", type=int, default=60)
     ap.add_argument("--poll", type=float, default=0.1, help="seconds between looks at the BPF statistics")
     ap.add_argument("--trap-us", type=float, default=1.3,
@@ -255,6 +333,10 @@ def main():
                         print(f"    samples {r['samples']} over {q['span']:.2f} s: {q['mean']:.0f} a second{vs}, "
                               f"whole seconds after the first {q['steady']:.0f}, busiest sliding second "
                               f"{q['busiest']}; by second: {', '.join(map(str, q['seconds']))}", flush=True)
+                    if r.get("walk"):
+                        n, med, p90, mean = r["walk"]
+                        print(f"    the VM's walk and naming, timed in {n} samples: median {med:.1f} us, p90 {p90:.1f}, "
+                              f"mean under 1 ms {mean:.1f}", flush=True)
         finally:
             stats_path.write_text(before)
 
@@ -290,7 +372,13 @@ def main():
                                               for r in rs)
             print(f"{mode:11s} alloc__sample BPF {per_hit[mode]:.2f} us a hit (median of {len(rs)}), + trap "
                   f"{a.trap_us:.2f} us = {per_hit[mode] + a.trap_us:.2f} us in the kernel")
-    vm_us = None
+    vm_us = vm_walk = None
+    walks = [r["walk"] for r in results.get("walk", []) if r.get("walk")]
+    if walks:
+        vm_walk = statistics.median(w[1] for w in walks)
+        print(f"walk        the VM's walk and naming a sample (fire_sample's entry to alloc__sample, wall): "
+              f"median {vm_walk:.1f} us (runs' medians {', '.join(f'{w[1]:.1f}' for w in walks)}; p90s "
+              f"{', '.join(f'{w[2]:.1f}' for w in walks)})")
     if "every" in results and base:
         # The every-slow-path run's extra CPU over the same round's record, per sample.
         per = [(r["cpu"] - base[r["round"]]) * 1e6 / r["samples"] for r in results["every"]
@@ -304,14 +392,17 @@ def main():
             print(f"every       marginal JVM CPU a sample (every - record, per round): {fmt_spread(per, '{:.2f}')}; "
                   f"less the kernel's {kernel:.2f}: the VM's own work about {vm_us:.2f} us (user time alone: "
                   f"{fmt_spread(user, '{:.2f}')})")
+    vm = vm_walk if vm_walk is not None else vm_us
     for mode in ("stacks", "stacks-1000"):
         rs = [r for r in results.get(mode, []) if r.get("samples")]
         if rs and mode in per_hit:
-            us = per_hit[mode] + a.trap_us + (vm_us if vm_us is not None else 0.0)
+            us = per_hit[mode] + a.trap_us + (vm if vm is not None else 0.0)
             n = statistics.median(r["samples"] for r in rs)
             cpu = statistics.median(r["cpu"] for r in rs)
             print(f"{mode:11s} {n:.0f} samples x {us:.2f} us = {n * us / 1e3:.1f} ms, {n * us / 1e4 / cpu:.3f}% of "
-                  f"the JVM's {cpu:.2f} s" + ("" if vm_us is not None else " (the VM's share not measured: no every)"))
+                  f"the JVM's {cpu:.2f} s (BPF + trap + the VM's "
+                  + ("walk, timed)" if vm_walk is not None else "marginal, every's)" if vm_us is not None
+                     else "share not measured: no walk or every mode)"))
 
 
 if __name__ == "__main__":
