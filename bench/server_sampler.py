@@ -101,20 +101,27 @@ def prog_stats(ids=None):
     return stats, seen
 
 
+SAMPLE_TS = re.compile(r'"probe":"alloc__sample","ts_ns":(\d+)')
+
+
 def trace_figures(jvmtrace, trace):
-    """(sample timestamps, slow-path bytes, first and last slow path's time) of a trace."""
-    r = subprocess.run([str(jvmtrace), "dump", "--json", str(trace)], capture_output=True, text=True, timeout=900)
-    if r.returncode not in (0, 3):
-        raise RuntimeError(f"dump {trace}: {r.stderr.strip()[-500:]}")
+    """(sample timestamps, slow-path bytes, first and last slow path's time) of a trace.
+    Streamed: an every-slow-path run's dump is a gigabyte of stacks, whose samples are only
+    timed here (by a pattern, not parsed)."""
+    dump = subprocess.Popen([str(jvmtrace), "dump", "--json", str(trace)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     stamps, slow_bytes, first, last = [], 0, None, None
-    for line in r.stdout.splitlines():
-        if '"event"' not in line:
+    for line in dump.stdout:
+        m = SAMPLE_TS.search(line, 0, 200)
+        if m:
+            stamps.append(int(m.group(1)))
+            continue
+        if '"tlab__refill"' not in line and '"alloc__slow__exit"' not in line:
             continue
         x = json.loads(line)
-        p = x.get("probe")
-        if p == "alloc__sample":
-            stamps.append(x["ts_ns"])
+        if x.get("type") != "event":
             continue
+        p = x.get("probe")
         if p == "tlab__refill":
             b = x["args"]["tlab_bytes"]
         elif p == "alloc__slow__exit" and x["args"]["outcome"] in OUTSIDE_TLAB:
@@ -124,6 +131,9 @@ def trace_figures(jvmtrace, trace):
         slow_bytes += b
         first = x["ts_ns"] if first is None else min(first, x["ts_ns"])
         last = x["ts_ns"] if last is None else max(last, x["ts_ns"])
+    err = dump.stderr.read()
+    if dump.wait() not in (0, 3):
+        raise RuntimeError(f"dump {trace}: {err.strip()[-500:]}")
     stamps.sort()
     return stamps, slow_bytes, first, last
 
