@@ -1,44 +1,52 @@
 #!/usr/bin/env python3
 """Benchmark: the VM's allocation sampler (alloc__sample's controller,
-usdt/hotspot/shared/utilities/jvmtraceStack.cpp; decision 118) replayed
+usdt/hotspot/shared/utilities/jvmtraceStack.cpp; decisions 148, 165) replayed
 offline on the slow paths of real traces.
 
 A trace recorded by `jvmtrace record` holds every slow path exactly (each
 new TLAB's size, each object outside TLABs, with its thread and time), and
-the sampler's choices depend on nothing else: so any controller can be
-replayed on a real program's stream, without rebuilding a JDK.  This prints,
-per trace, the samples a run would take under each controller (the median
-over --seeds random countdowns), the slow paths, and the worst second.  The
-replay of the controller a trace was recorded with comes within a few per
-cent of the samples the VM took (Rhino on 25: 596 replayed, 605 taken).
+the sampler's choices depend on nothing else (and its own random draws): so a
+controller can be replayed on a real program's stream, without rebuilding a
+JDK.  This prints, per trace, the samples a run would take under each
+controller (the median over --seeds), the slow paths, the busiest sliding
+second of any seed, and, when the trace was recorded with --stacks, the
+samples the VM took (so the replay of the rate it was recorded at checks
+itself against the VM).
 
-Controllers: `old` (decision 85: double per 500 samples in a window of a
-second, halve per quiet window), `band` (decision 118: windows end at 500
-samples or a second; a rate outside 125-1,000 a second lands the mean on
-500), `band-pace` (band, and a window ends early at a pace over 4,000 a
-second over its last 125 samples), `target` (scale at any rate over 500).
-`band@T:TOP:W[:HELD]` is `band` with a target of T samples a second, the
-band's top at TOP a second (2T if left out), windows that end at W samples
-or a second (T if left out) and, with HELD, a lower top once the mean has
-risen above 64 KiB (tried in session 17, not the VM's), so a lower target
-can leave the rates it leaves alone, and the bursts it sees, where they
-were: decision 121's VM is `band@250:1000:500`, decision 118's `band`.
+Controllers:
+  bucket@T   the VM's sampler since session 21 (decision 148), as
+             jvmtrace_sample_decide is written: per-thread exponential
+             countdowns of the global mean (rescaled when it moves), a token
+             bucket of max(2, 0.2 T) refilled at 1.8 T a second, a candidate
+             that finds it empty sampled with probability 2^-k (k <= 16,
+             candidates in a row that found it empty) into debt, the mean
+             re-targeted to R / T at each 100 ms window (or at once when the
+             bucket runs dry; halfway in log space under 10 samples), within
+             [64 KiB, 1 TiB], a fresh session after a second without a
+             candidate; T = 0 every slow path.
+  band@T:TOP:W[:HELD]
+             decisions 118/121's band (the VM before session 21), kept to
+             replay a "before" on a trace of today: windows end at W samples
+             or a second, a rate outside [T/4, TOP] lands the mean on T;
+             decision 121's VM is band@250:1000:500.  (Decision 85's doubling
+             rule and session 15's rejected tries are in git history, commit
+             c26ae65 and before.)
 
 With --jfr the arguments are JFR recordings with stacks of JFR's event for
 every slow path (jdk.ObjectAllocationInNewTLAB and OutsideTLAB, as
 tests/test_allocation_sites.py records them): the replay then takes its
-samples from those events, weighs each as the VM does (bytes / (1 -
-e^(-bytes/mean))), and prints how the sampled allocating methods (the top
-frame) agree with all of JFR's events, as that test measures them: the
-agreement (sum of the smaller shares) and how many of the top 10 are in the
-sampled top 10, the median and the worst over the seeds.  So a controller's
-effect on the corpus's agreement is known before a JDK is rebuilt.
+samples from those events, weighs each as the VM does (bytes / p / q), and
+prints how the sampled allocating methods (the top frame) agree with all of
+JFR's events, as that test measures them: the agreement (sum of the smaller
+shares) and how many of the top 10 are in the sampled top 10, the median and
+the worst over the seeds.  So a controller's effect on the corpus's agreement
+is known before a JDK is rebuilt.
 
-  bench/replay_sampler.py TRACE [TRACE...] [--seeds 20]
-  bench/replay_sampler.py --jfr REC.jfr [...] --controllers band,band@250:1000:500
+  bench/replay_sampler.py TRACE [TRACE...] [--seeds 20] [--controllers bucket@250,band@250:1000:500]
+  bench/replay_sampler.py --jfr REC.jfr [...] --controllers bucket@250,bucket@1000
 """
 import argparse
-import collections
+import bisect
 import datetime
 import json
 import math
@@ -50,15 +58,18 @@ from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-TARGET, BASE, MAX = 500, 64 * 1024, 1 << 40
+# jvmtraceStack.cpp's constants
+BASE, MAX = 64 * 1024, 1 << 40
+WINDOW_NS, SESSION_GAP_NS = 100 * 10**6, 10**9
 
 
 def slow_paths(jvmtrace, trace):
-    """(ts_ns, tid, bytes) of every slow path that handed out memory, in time order."""
+    """(ts_ns, tid, bytes) of every slow path that handed out memory, in time order, and the
+    trace's alloc__sample events (what the VM took, if it was recorded with --stacks)."""
     r = subprocess.run([jvmtrace, "dump", "--json", str(trace)], capture_output=True, text=True, timeout=600)
     if r.returncode not in (0, 3):
         raise SystemExit(f"replay_sampler: {trace}: {r.stderr.strip()}")
-    out = []
+    out, taken = [], 0
     for line in r.stdout.splitlines():
         x = json.loads(line)
         if x.get("type") != "event":
@@ -67,8 +78,10 @@ def slow_paths(jvmtrace, trace):
             out.append((x["ts_ns"], x["tid"], x["args"]["tlab_bytes"]))
         elif x["probe"] == "alloc__slow__exit" and x["args"]["outcome"] in (2, 4):  # outside TLABs (jvmtrace_abi.h)
             out.append((x["ts_ns"], x["tid"], x["args"]["alloc_bytes"]))
+        elif x["probe"] == "alloc__sample":
+            taken += 1
     out.sort()
-    return out
+    return out, taken
 
 
 def jfr_top_frames(jfr, recording, events):
@@ -128,19 +141,102 @@ def agreement_of(paths, taken):
     return agree, sum(1 for k in top(a) if k in ts or s.get(k, 0.0) >= cut)
 
 
-def replay(paths, seed, controller, weighed=False):
-    """The samples' times under a controller, with per-thread exponential
-    countdowns as the VM draws them."""
-    target, top, window, held_top = TARGET, 2.0 * TARGET, TARGET, None
-    if controller.startswith("band@"):
-        t, h, w, ht = (controller[len("band@"):].split(":") + ["", "", ""])[:4]
+def parse_controller(name):
+    """("bucket", T) or ("band", T, TOP, W, HELD) of a controller's name."""
+    if name.startswith("bucket@"):
+        return ("bucket", int(name[len("bucket@"):]))
+    if name.startswith("band@"):
+        t, h, w, ht = (name[len("band@"):].split(":") + ["", "", ""])[:4]
         target = int(t)
-        top = float(h) if h else 2.0 * target
-        window = int(w) if w else target
-        held_top = float(ht) if ht else None
-        controller = "band"
+        return ("band", target, float(h) if h else 2.0 * target, int(w) if w else target,
+                float(ht) if ht else None)
+    raise SystemExit(f"replay_sampler: no controller {name!r} (bucket@T or band@T:TOP:W[:HELD])")
+
+
+def next_interval(rng, mean):
+    """The VM's draw: an exponential of that mean, in whole bytes, at least 1."""
+    return int(-math.log(1.0 - rng.random()) * mean) + 1
+
+
+class Bucket:
+    """jvmtrace_sample_decide (jvmtraceStack.cpp, decision 148) line by line: one global
+    state, a candidate's time its slow path's."""
+
+    def __init__(self, target, rng):
+        self.target, self.rng = float(target), rng
+        self.mean = BASE
+        self.last = 0
+        self.tokens = self.refilled = self.k = 0
+        self.wstart, self.wbytes, self.wused = 0, 0.0, 0
+
+    def decide(self, now, weight_p):
+        """The weight of a sampled candidate, or None."""
+        capacity = max(2.0, 0.2 * self.target)
+        if self.last == 0 or now - self.last > SESSION_GAP_NS:
+            self.mean, self.tokens, self.refilled, self.k = BASE, capacity, now, 0
+            self.wstart, self.wbytes, self.wused = now, 0.0, 0
+        self.last = now
+        self.tokens = min(capacity, self.tokens + (now - self.refilled) * 1.8 * self.target / 1e9)
+        self.refilled = now
+        q, empty = 1.0, False
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            self.k = 0
+        else:
+            empty = True
+            self.k = min(self.k + 1, 16)
+            q = math.ldexp(1.0, -self.k)
+            if self.rng.random() >= q:
+                return None
+            self.tokens -= 1.0  # a coin's sample: into debt
+        w = weight_p / q
+        self.wbytes += w
+        self.wused += 1
+        elapsed = now - self.wstart
+        if elapsed >= WINDOW_NS or (empty and elapsed > 0):
+            rate = self.wbytes * 1e9 / elapsed
+            mean = rate / max(self.target, 1.0)
+            if self.wused < 10:
+                mean = math.sqrt(self.mean * max(mean, 1.0))
+            self.mean = int(min(float(MAX), max(float(BASE), mean)))
+            self.wstart, self.wbytes, self.wused = now, 0.0, 0
+        return w
+
+
+def replay_bucket(paths, seed, target, weighed=False):
+    """The samples' times (or (index, weight) with weighed) under the VM's sampler today:
+    per-thread exponential countdowns rescaled when the mean moves, and the bucket."""
     rng = random.Random(seed)
-    mean, start, used, mark = BASE, 0, 0, 0
+    bucket = Bucket(target, rng)
+    countdown, drawn_with, taken = {}, {}, []
+    for i, (ts, tid, b, *_) in enumerate(paths):
+        if b <= 0:
+            continue
+        if target == 0:  # every slow path, of weight B
+            taken.append((i, float(b)) if weighed else ts)
+            continue
+        mean = bucket.mean
+        if drawn_with.get(tid) != mean:  # rescaled to the new mean (memoryless)
+            countdown[tid] = (next_interval(rng, mean) if tid not in drawn_with
+                              else int(countdown[tid] * (mean / drawn_with[tid])) + 1)
+            drawn_with[tid] = mean
+        countdown[tid] -= min(b, MAX)
+        if countdown[tid] > 0:
+            continue
+        countdown[tid] = next_interval(rng, mean)
+        w = bucket.decide(ts, b / -math.expm1(-b / mean))
+        if w is not None:
+            taken.append((i, w) if weighed else ts)
+    return taken
+
+
+def replay_band(paths, seed, target, top, window, held_top, weighed=False):
+    """The samples' times under decisions 118/121's band (the VM before session 21), kept
+    to replay a trace's "before": windows end at W samples or a second; a rate outside
+    [T/4, TOP] moves the mean so that it lands on T; with HELD, a lower top once the mean
+    has risen above 64 KiB (session 17's try)."""
+    rng = random.Random(seed)
+    mean, start, used = BASE, 0, 0
     countdown, drawn_with, taken = {}, {}, []
     for i, (ts, tid, b, *_) in enumerate(paths):
         if b <= 0:
@@ -154,30 +250,11 @@ def replay(paths, seed, controller, weighed=False):
             continue
         countdown[tid] = rng.expovariate(1 / mean)
         taken.append((i, b / -math.expm1(-b / drawn_with[tid])) if weighed else ts)
-        if controller == "old":
-            w = ts // 10**9
-            if start != w:
-                quiet = (1 if used < TARGET // 4 else 0) + min(40, max(0, w - start - 1)) if start else 0
-                start, used = w, 0
-                if quiet:
-                    mean = max(BASE, mean >> quiet)
-            used += 1
-            if used % TARGET == 0:
-                mean = min(MAX, mean * 2)
-            continue
         used += 1
         rate = used * 1e9 / max(ts - start, 1)
-        ended = start == 0 or ts - start >= 10**9 or used >= window
-        if not ended and controller == "band-pace" and used % (target // 4) == 0:
-            pace = (target // 4) * 1e9 / max(ts - mark, 1)
-            mark = ts
-            if pace > 8 * target:
-                rate, ended = pace, True
-        if not ended:
+        if not (start == 0 or ts - start >= 10**9 or used >= window):
             continue
-        first, start, used, mark = start == 0, ts, 0, ts
-        if controller == "target":
-            top = target
+        first, start, used = start == 0, ts, 0
         high = held_top if held_top and mean > BASE else top
         if first or target / 4 <= rate <= high:
             continue
@@ -185,12 +262,19 @@ def replay(paths, seed, controller, weighed=False):
     return taken
 
 
+def replay(paths, seed, controller, weighed=False):
+    c = parse_controller(controller)
+    if c[0] == "bucket":
+        return replay_bucket(paths, seed, c[1], weighed)
+    return replay_band(paths, seed, *c[1:], weighed=weighed)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("traces", nargs="+")
     ap.add_argument("--seeds", type=int, default=20)
-    ap.add_argument("--controllers", default="old,band,band@250:1000:500")
+    ap.add_argument("--controllers", default="bucket@250,bucket@1000,band@250:1000:500")
     ap.add_argument("--jvmtrace", default=str(Path(os.environ.get("JVMTRACE_BUILD_DIR", REPO / "build"))
                                               / "userspace/jvmtrace"))
     ap.add_argument("--jfr", action="store_true", help="the arguments are JFR recordings: replay on JFR's "
@@ -213,20 +297,23 @@ def main():
                              f"{min(n for _, n in agrees)}")
             print(f"| {rec} | {len(paths):,} | " + " | ".join(cells) + " |", flush=True)
         return
-    print("| trace | slow paths | span s | " + " | ".join(f"{c}: samples (worst second)" for c in controllers) + " |")
-    print("|---|---|---|" + "---|" * len(controllers))
+    print("| trace | slow paths | span s | the VM took | "
+          + " | ".join(f"{c}: samples (busiest second)" for c in controllers) + " |")
+    print("|---|---|---|---|" + "---|" * len(controllers))
     for trace in a.traces:
-        paths = slow_paths(a.jvmtrace, trace)
+        paths, vm_taken = slow_paths(a.jvmtrace, trace)
         if not paths:
-            print(f"| {trace} | 0 | | " + " | ".join("" for _ in controllers) + " |")
+            print(f"| {trace} | 0 | | {vm_taken} | " + " | ".join("" for _ in controllers) + " |")
             continue
         span = (paths[-1][0] - paths[0][0]) / 1e9
         cells = []
         for c in controllers:
             runs = [replay(paths, s, c) for s in range(a.seeds)]
-            worst = max(max(collections.Counter((t - r[0]) // 10**9 for t in r).values()) for r in runs if r)
+            # the busiest sliding second of any seed's replay
+            worst = max((max(bisect.bisect_right(r, t + 10**9) - j for j, t in enumerate(r)) for r in runs if r),
+                        default=0)
             cells.append(f"{statistics.median(len(r) for r in runs):,.0f} ({worst:,})")
-        print(f"| {trace} | {len(paths):,} | {span:.2f} | " + " | ".join(cells) + " |", flush=True)
+        print(f"| {trace} | {len(paths):,} | {span:.2f} | {vm_taken:,} | " + " | ".join(cells) + " |", flush=True)
 
 
 if __name__ == "__main__":

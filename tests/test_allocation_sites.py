@@ -30,6 +30,7 @@ classes, lambdas) is test_method_names_stay_right, on MetadataChurn."""
 import datetime
 import bisect
 import json
+import math
 import os
 import re
 import shutil
@@ -446,6 +447,151 @@ def test_sample_rate_is_held_from_the_start(jdks, java_classes, tmp_path, rate):
     # (the bucket's coins may overshoot by about two samples each time it runs dry)
     assert busiest <= 2 * target * 1.02 + 4, info
     assert 0.6 * target * span <= len(stamps) <= 1.4 * target * span, info
+
+
+# Issue 35, item 2: the VM seeds each thread's generator by splitmix64 of the
+# time, its thread id and address and a global count (jvmtrace_random), so
+# threads started together draw unrelated countdowns.  The regime: the mean at
+# its floor (64 KiB, JVMTRACE_SAMPLE_BASE_BYTES) for the whole run and no
+# token ever short, so each thread's first sample is its first candidate (the
+# slow path where its first countdown ran out), and TLABs of 4 KiB, so the
+# mean spans 16 of them: where the first countdown runs out shows in the
+# thread's own slow-path bytes, which the trace has exactly.
+SEED_THREADS = 16
+SEED_MEAN = 64 * 1024
+SEED_RATE = 100_000  # the mean stays at its floor below 6.5 GB/s (R / T < 64 KiB) and the bucket never empties
+
+
+def first_sample_positions(trace, prefix):
+    """name -> (position, weight, bytes, slow paths, first time) of each thread
+    whose name starts with prefix: its slow paths' bytes in order (a new TLAB's size, an
+    object's outside TLABs: what the VM's countdown counts), the bytes they
+    handed out up to and including the slow path its first alloc__sample was
+    of (paired by time: a sample's ts_ns is its slow path's end_ns), and that
+    sample's weight and slow path's bytes, and its first slow path's time."""
+    r = subprocess.run([str(JVMTRACE), "dump", "--json", str(trace)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    paths, first, names = defaultdict(list), {}, {}
+    for line in r.stdout.splitlines():
+        x = json.loads(line)
+        if x.get("type") != "event" or not x.get("thread", "").startswith(prefix):
+            continue
+        tid = x["tid"]
+        names[tid] = x["thread"]
+        if x["probe"] == "tlab__refill":
+            paths[tid].append((x["ts_ns"], x["args"]["tlab_bytes"]))
+        elif x["probe"] == "alloc__slow__exit" and x["args"]["outcome"] in (2, 4):  # outside TLABs
+            paths[tid].append((x["ts_ns"], x["args"]["alloc_bytes"]))
+        elif x["probe"] == "alloc__sample":
+            if tid not in first or x["ts_ns"] < first[tid][0]:
+                first[tid] = (x["ts_ns"], x["args"]["weight_bytes"])
+    out = {}
+    for tid, stream in paths.items():
+        stream.sort()
+        if tid not in first:
+            out[names[tid]] = (None, None, None, [b for _, b in stream], stream[0][0])
+            continue
+        ts, weight = first[tid]
+        own = [b for t, b in stream if t == ts]
+        assert len(own) == 1, f"{names[tid]}: {len(own)} slow paths at its first sample's time"
+        out[names[tid]] = (sum(b for t, b in stream if t <= ts), weight, own[0], [b for _, b in stream],
+                           stream[0][0])
+    return out
+
+
+def separated_share(positions, width):
+    """The share of pairs of threads whose first samples lie at least width
+    bytes apart in their own slow-path bytes."""
+    pairs = [(a, b) for i, a in enumerate(positions) for b in positions[i + 1:]]
+    return sum(1 for a, b in pairs if abs(a - b) >= width) / len(pairs)
+
+
+def position_of(countdown, stream):
+    """Where a countdown drawn at a thread's first slow path runs out in its
+    slow paths' bytes (jvmtrace_alloc_sample: the countdown goes down by each
+    slow path's bytes; the one that takes it to 0 or below is the candidate)."""
+    done = 0
+    for b in stream:
+        done += b
+        if done >= countdown:
+            return done
+    return None
+
+
+def xorshift_first_draw(seed, mean):
+    """The first countdown the VM drew before issue 35 (seed javaTimeNanos() | 1,
+    one xorshift64 step, jvmtrace_next_interval)."""
+    x = seed | 1
+    x ^= (x << 13) & (2**64 - 1)
+    x ^= x >> 7
+    x ^= (x << 17) & (2**64 - 1)
+    u = (x >> 11) * (1.0 / 9007199254740992.0)
+    return int(-math.log(1.0 - u) * mean) + 1
+
+
+def test_threads_started_together_sample_at_different_bytes(jdks, java_classes, tmp_path):
+    """Threads released at one moment do not take their first samples at the
+    same byte counts (issue 35, item 2).  StartTogether's 16 threads spin
+    until one store releases them, then allocate 4 MiB each of 80-byte
+    arrays in 4 KiB TLABs; at JvmtraceSampleRate=100000 the mean stays at
+    its 64 KiB floor and the bucket never empties (checked: each first
+    sample's weight is B / (1 - e^(-B / 64 KiB)), no coin in it), so a
+    thread's first sample is where its first countdown, exponential of mean
+    64 KiB, ran out: about the 16th TLAB, anywhere from the 1st to the 50th.
+
+    The check: at least half the pairs of threads have first samples at
+    least one slow path apart (the largest any of them had).  Independent
+    draws put two threads in the same 4 KiB of a 64 KiB exponential with
+    probability about 1/32, so about 97% of pairs are apart.  Identical
+    draws make it fail for certain: a common countdown C runs out at the
+    first slow path whose running total reaches C, in [C, C + the slow
+    path) for every thread, so no pair is apart (checked below on this
+    run's own slow paths).  The VM's old seeding (javaTimeNanos() | 1 and
+    one xorshift step: draws within 2^-14 of each other for threads seeded
+    within a millisecond) is replayed from each thread's first slow path's
+    time and printed."""
+    trace = tmp_path / "seeds.jvmtrace"
+    java = Path(jdks["patched"]) / "bin/java"
+    cmd = [str(java), "-XX:+UnlockDiagnosticVMOptions", "-XX:+PauseAtStartup", "-XX:+UseSerialGC", "-Xmx256m",
+           "-XX:-ResizeTLAB", "-XX:TLABSize=4k", f"-XX:JvmtraceSampleRate={SEED_RATE}",
+           "-cp", str(java_classes), "StartTogether", str(SEED_THREADS), str(4 << 20)]
+    jvm, rec, err = start_held_and_attach(
+        cmd, tmp_path, lambda pid: [str(JVMTRACE), "record", "--stacks", "-p", str(pid), "-o", str(trace)])
+    try:
+        jvm.stdin.write("go\n")
+        jvm.stdin.flush()
+        out, jerr = jvm.communicate(timeout=120)
+        assert jvm.returncode == 0 and f"done {SEED_THREADS}" in out, jerr[-2000:]
+        assert rec.wait(120) == 0, "\n".join(err.drain())
+    finally:
+        reap(jvm, rec)
+    threads = first_sample_positions(trace, "seed-")
+    assert len(threads) == SEED_THREADS, sorted(threads)
+    missing = [n for n, (pos, *_) in threads.items() if pos is None]
+    assert not missing, f"threads with no sample in 4 MiB (mean 64 KiB): {missing}"
+    # The regime: the floor's mean and no coin in any first sample.
+    for name, (pos, weight, b, *_) in threads.items():
+        assert abs(weight - b / -math.expm1(-b / SEED_MEAN)) <= 1, (name, weight, b)
+    positions = [t[0] for t in threads.values()]
+    streams = [t[3] for t in threads.values()]
+    width = max(max(s) for s in streams)  # the largest slow path of any of them
+    share = separated_share(positions, width)
+    info = (f"first samples at {sorted(positions)} bytes (slow paths up to {width} B): {share:.0%} of pairs "
+            f"at least one slow path apart")
+    print(info)
+    assert share >= 0.5, info
+    # The check fails on this run's own slow paths with identical countdowns...
+    for c in sorted(positions):
+        same = [position_of(c, s) for s in streams]
+        assert None not in same and separated_share(same, width) == 0, (c, same)
+    # ... and what the old seeding would have done, each thread seeded by its first slow
+    # path's time: printed, not asserted (it fails the check for threads seeded within a
+    # millisecond, but two cores spread 16 threads' first slow paths over 20-45 ms, where a
+    # carry into the draw's high bits sometimes parts them: 0-40% of pairs in five runs).
+    firsts = [t[4] for t in threads.values()]
+    old = [position_of(xorshift_first_draw(ts, SEED_MEAN), s) for ts, s in zip(firsts, streams)]
+    print(f"identical countdowns: no pair apart; the old seeding (first slow paths within "
+          f"{(max(firsts) - min(firsts)) / 1e6:.2f} ms): {separated_share(old, width):.0%} of pairs apart")
 
 
 def test_libjvm_symbols_are_read_once_before_the_banner(jdks17, java_classes, tmp_path):
