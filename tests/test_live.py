@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BUILD_DIR
+import perfetto_trace
 from helpers import LineReader, reap, start_held_and_attach
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
@@ -205,3 +206,20 @@ def test_a_leak_ranks_first_among_growing_sites(jdks, java_classes, tmp_path, gc
         # The churning sites' objects are dead at every collection after them.
         for churn in ("Leaky.parse", "Leaky.format"):
             assert sites.get(churn, {"live_bytes": 0})["live_bytes"] <= 0.02 * leaked, info
+        # The same series in Perfetto (a counter per top site, a value per
+        # collection) and on the HTML page (the plot, the growing sites first).
+        leak_series = next(x for x in live["site_series"] if x["name"].startswith("Leaky.register:"))
+        pf = tmp_path / "leaky.pftrace"
+        r = subprocess.run([str(JVMTRACE), "export", "--perfetto", str(trace), "-o", str(pf)], capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        counters = [e for e in perfetto_trace.trace_events(pf)
+                    if e["ph"] == "C" and e["name"] == "live: " + leak_series["name"]]
+        assert [round(next(iter(e["args"].values()))) for e in sorted(counters, key=lambda e: e["ts"])] == \
+            leak_series["live_bytes"], (info, counters[:3])
+        page = tmp_path / "leaky.html"
+        r = subprocess.run([str(JVMTRACE), "report", "--html", str(trace), "-o", str(page)], capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        html = page.read_text()
+        assert 'id="plot-live-heap"' in html and "Leaky.register:" in html.split('id="growing-sites"')[1][:2000]
