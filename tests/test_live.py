@@ -26,6 +26,30 @@ COLLECTORS = {
 }
 
 
+def record_live_run(cmd, tmp_path, trace, name, done):
+    """Runs cmd (a held fixture that prints "ready PID", waits for "go",
+    prints a line that done() accepts and waits for a line) under
+    `record --live -v` from its first allocation; returns (its done line,
+    record's stderr)."""
+    jvm, rec, err = start_held_and_attach(cmd, tmp_path, lambda pid: [str(JVMTRACE), "record", "--live", "-v", "-p",
+                                                                       str(pid), "-o", str(trace)])
+    try:
+        out = LineReader(jvm.stdout)
+        out.wait_for(lambda l: l.startswith("ready "), 60, f"{name} to start")
+        jvm.stdin.write("go\n")
+        jvm.stdin.flush()
+        line = out.wait_for(done, 300, f"{name}'s work")
+        rec.send_signal(signal.SIGINT)
+        assert rec.wait(60) == 0, "\n".join(err.drain())
+        rec_err = "\n".join(err.drain())
+        jvm.stdin.write("\n")
+        jvm.stdin.close()
+        assert jvm.wait(60) == 0, jvm.stderr.read()[-2000:]
+    finally:
+        reap(jvm, rec)
+    return line, rec_err
+
+
 def record_lifetimes(jdks, java_classes, tmp_path, flags):
     """Lifetimes under `record --live`, from its first allocation to its
     "done"; returns (sample site by id, fate records, batches, record's stderr)."""
@@ -36,22 +60,7 @@ def record_lifetimes(jdks, java_classes, tmp_path, flags):
     cmd = [str(java), "-XX:+UnlockDiagnosticVMOptions", "-XX:+PauseAtStartup", "-XX:JvmtraceSampleRate=0",
            "-Xmx256m", *flags,
            "-cp", str(java_classes), "Lifetimes", str(ROUNDS)]
-    jvm, rec, err = start_held_and_attach(cmd, tmp_path, lambda pid: [str(JVMTRACE), "record", "--live", "-v", "-p",
-                                                                       str(pid), "-o", str(trace)])
-    try:
-        out = LineReader(jvm.stdout)
-        out.wait_for(lambda l: l.startswith("ready "), 60, "Lifetimes to start")
-        jvm.stdin.write("go\n")
-        jvm.stdin.flush()
-        out.wait_for(lambda l: l == "done", 300, "Lifetimes' rounds")
-        rec.send_signal(signal.SIGINT)
-        assert rec.wait(60) == 0, "\n".join(err.drain())
-        rec_err = "\n".join(err.drain())
-        jvm.stdin.write("\n")
-        jvm.stdin.close()
-        assert jvm.wait(60) == 0, jvm.stderr.read()[-2000:]
-    finally:
-        reap(jvm, rec)
+    _, rec_err = record_live_run(cmd, tmp_path, trace, "Lifetimes", lambda l: l == "done")
     r = subprocess.run([str(JVMTRACE), "dump", "--json", str(trace)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     site, fates, batches, started = {}, [], 0, set()
@@ -172,22 +181,7 @@ def test_a_leak_ranks_first_among_growing_sites(jdks, java_classes, tmp_path, gc
         java = Path(jdks["patched"]) / "bin/java"
         cmd = [str(java), "-XX:+UnlockDiagnosticVMOptions", "-XX:+PauseAtStartup", "-Xmx768m", *mode,
                "-cp", str(java_classes), "Leaky", str(LEAKY_UNITS), str(LEAKY_UNIT_MB), "1"]
-        jvm, rec, err = start_held_and_attach(cmd, tmp_path, lambda pid: [str(JVMTRACE), "record", "--live", "-v",
-                                                                           "-p", str(pid), "-o", str(trace)])
-        try:
-            out = LineReader(jvm.stdout)
-            out.wait_for(lambda l: l.startswith("ready "), 60, "Leaky to start")
-            jvm.stdin.write("go\n")
-            jvm.stdin.flush()
-            done = out.wait_for(lambda l: l.startswith("done "), 300, "Leaky's units")
-            rec.send_signal(signal.SIGINT)
-            assert rec.wait(60) == 0, "\n".join(err.drain())
-            rec_err = "\n".join(err.drain())
-            jvm.stdin.write("\n")
-            jvm.stdin.close()
-            assert jvm.wait(60) == 0, jvm.stderr.read()[-2000:]
-        finally:
-            reap(jvm, rec)
+        done, _ = record_live_run(cmd, tmp_path, trace, "Leaky", lambda l: l.startswith("done "))
         leaked = int(done.split()[4])
         r = subprocess.run([str(JVMTRACE), "report", "--live", "--json", "--top", "20", str(trace)],
                            capture_output=True, text=True, timeout=300)
