@@ -43,6 +43,19 @@ const char* const kCounterNames[] = {
     "plab_records_lost", "alloc_batches", "alloc_records_lost", "alloc_records_outside_window",
     "safepoints", "safepoint_ns", "safepoint_operations_not_kept"};
 static_assert(sizeof(kCounterNames) / sizeof(*kCounterNames) == JT_COUNTER_COUNT, "counter names");
+// Names parallel to enum jt_live_counter (stat --live).
+const char* const kLiveCounterNames[] = {"samples", "kept", "not_kept_map_full", "fate_batches", "died", "thinned",
+                                         "untracked", "promoted", "fates_of_unknown_ids", "fates_lost_in_vm",
+                                         "fate_records_unreadable"};
+static_assert(sizeof(kLiveCounterNames) / sizeof(*kLiveCounterNames) == JT_LIVE_COUNTER_COUNT, "live counter names");
+// What jvmtrace_live_heap_samples_lost_total adds up: samples whose fate the
+// estimate cannot follow (each stays out, or stays counted alive).
+const int kLiveLossCounters[] = {JT_L_MAP_FULL, JT_L_VM_LOST, JT_L_RECORDS_LOST};
+// --live: the kept samples' map holds this many ids per entry of the VM's
+// table (JvmtraceLiveSamples, default 65,536): room for the ids whose fates
+// are on their way, and for those a lost record never names.
+constexpr uint32_t kLiveMapPerTableEntry = 2;
+constexpr long kVmLiveSamplesDefault = 65536;
 // Counted in user space: new-key notices from the kernel too short to read.
 const char* const kMalformedName = "malformed_notices";
 
@@ -124,6 +137,10 @@ struct StockSkelDelete {
 struct StatMaps {
   bpf_map *counters, *hists, *threads, *classes, *new_keys;
   bpf_map* safepoint_ops = nullptr;  // usdt mode only
+  // --live only: the per-CPU counters and the snapshot (the object's .bss,
+  // memory-mapped: written by the kernel, read under its sequence count)
+  bpf_map* live_counters = nullptr;
+  const volatile jt_live_snapshot* live_snapshot = nullptr;
   template <typename Skel>
   static StatMaps of(Skel* s) {
     return {s->maps.counters, s->maps.hists, s->maps.threads, s->maps.classes, s->maps.new_keys};
@@ -142,6 +159,8 @@ struct Options {
   bool slow_path = true;
   std::string mode = "auto";
   std::string probe_set = "auto";  // usdt: batched, combined, separate, or auto (the first the JVM has)
+  bool live = false;        // --live: alloc__sample and sample__fates, the live-heap estimate
+  long live_samples = 0;    // --live-samples N: the map sized for a VM table of N (0: the VM's default)
   int top = 10;
   double launch_timeout = 30;  // -- COMMAND: how long to wait for its JVM
   bool launch_timeout_set = false;
@@ -156,6 +175,7 @@ void usage(FILE* out) {
                "       jvmtrace stat [OPTIONS] -- COMMAND [ARGS...]\n"
                "OPTIONS: [-i SEC] [-d SEC] [--top N] [--json|--prometheus[-full]] [--mode auto|usdt|stock]\n"
                "         [--probe-set auto|batched|combined|separate] [--no-slow-path] [--launch-timeout S] [-v]\n"
+               "         [--live [--live-samples N]]\n"
                "Aggregates a JVM's jvmtrace probes (a stock JVM: uprobes) in the kernel and prints\n"
                "log2 histograms (TLAB sizes, slow-path latency, outside-TLAB sizes, GC pauses by kind,\n"
                "PLAB sizes),\n"
@@ -185,6 +205,18 @@ void usage(FILE* out) {
                "      --no-slow-path   with the separate probes: leave alloc__slow__enter/exit detached\n"
                "                       (no latency or outside-TLAB figures); no effect with the others,\n"
                "                       which cost nothing more for the slow path\n"
+               "      --live           also the live heap: attaches alloc__sample and sample__fates (a patched\n"
+               "                       JVM's; an error on a stock one), so the VM samples allocations (its\n"
+               "                       JvmtraceSampleRate, default 250/s, each with a stack walk) and tracks\n"
+               "                       the sampled objects by weak handles; the kernel keeps each tracked\n"
+               "                       sample's weight until its death is reported.  Shows the estimated live\n"
+               "                       bytes as of the last collection that reported deaths, of objects\n"
+               "                       allocated since the attach (report --live's figure; one gauge per JVM,\n"
+               "                       jvmtrace_live_heap_estimated_bytes), the tracked samples, the level\n"
+               "                       and the samples whose fate was lost\n"
+               "      --live-samples N  --live: size the kernel's map for a VM table of N samples (the JVM's\n"
+               "                       -XX:JvmtraceLiveSamples; default 65536); samples that find it full are\n"
+               "                       counted lost\n"
                "      --mode MODE      usdt: a patched JVM's jvmtrace probes; stock: uprobes on an unpatched\n"
                "                       HotSpot (no slow-path latency, TLAB waste or PLAB figures);\n"
                "                       auto (default): usdt if the JVM has the probes, else stock\n"
@@ -196,7 +228,8 @@ void usage(FILE* out) {
                "  jvmtrace stat -- java -Xmx1g -jar app.jar   # from its first allocation to its exit\n"
                "  jvmtrace stat -p 4242               # until Ctrl-C\n"
                "  jvmtrace stat -p 4242 -d 30 --json  # 30 s, JSON\n"
-               "  jvmtrace stat -p 4242 -i 5          # a report every 5 s\n");
+               "  jvmtrace stat -p 4242 -i 5          # a report every 5 s\n"
+               "  jvmtrace stat -p 4242 -i 10 --live  # and the live heap's estimate\n");
 }
 
 std::string thread_comm(pid_t pid, uint32_t tid) {
@@ -267,6 +300,14 @@ class StatSession {
         hists_[h].sum += v.sum;
       }
     }
+    if (maps_.live_counters) {
+      for (int c = 0; c < JT_LIVE_COUNTER_COUNT; c++) {
+        uint32_t k = c;
+        live_counters_[c] = 0;
+        for (uint64_t v : lookup_percpu_elem<uint64_t>(maps_.live_counters, &k, sizeof k)) live_counters_[c] += v;
+      }
+      read_live_snapshot();
+    }
     if (!pauses_) {  // the collections stand in for their pauses
       hists_[JT_H_PAUSE_YOUNG_US] = hists_[JT_H_GC_YOUNG_US];
       hists_[JT_H_PAUSE_FULL_US] = hists_[JT_H_GC_FULL_US];
@@ -296,6 +337,41 @@ class StatSession {
     std::sort(classes_.begin(), classes_.end(), [](const ClassRow& a, const ClassRow& b) {
       return a.v.tlab_bytes + a.v.outside_bytes > b.v.tlab_bytes + b.v.outside_bytes;
     });
+  }
+
+  // The kernel's last snapshot, read while its sequence count is even and
+  // unmoved (its one writer, the VM's ServiceThread, takes microseconds).
+  void read_live_snapshot() {
+    const volatile jt_live_snapshot* k = maps_.live_snapshot;
+    for (int tries = 0; tries < 1000; tries++) {
+      const uint64_t seq = k->seq;
+      __atomic_thread_fence(__ATOMIC_ACQUIRE);
+      jt_live_snapshot copy;
+      copy.estimate_bytes = k->estimate_bytes;
+      copy.alive_bytes = k->alive_bytes;
+      copy.young_bytes = k->young_bytes;
+      copy.batches = k->batches;
+      copy.ts_ns = k->ts_ns;
+      copy.level = k->level;
+      copy.tracked = k->tracked;
+      copy.gc_id = k->gc_id;
+      __atomic_thread_fence(__ATOMIC_ACQUIRE);
+      if (seq % 2 == 0 && k->seq == seq) {
+        live_ = copy;
+        return;
+      }
+    }  // (else the last good one stays)
+  }
+  uint64_t live_losses() const {
+    uint64_t n = 0;
+    for (int c : kLiveLossCounters) n += live_counters_[c];
+    return n;
+  }
+  // Kept samples whose fate has not come: the kernel map's entries.
+  uint64_t live_kept_now() const {
+    const uint64_t gone = live_counters_[JT_L_DIED] + live_counters_[JT_L_THINNED] + live_counters_[JT_L_UNTRACKED] -
+                          live_counters_[JT_L_FATES_UNKNOWN];
+    return live_counters_[JT_L_KEPT] > gone ? live_counters_[JT_L_KEPT] - gone : 0;
   }
 
   // Names are learnt when the kernel reports a new key (new_keys ring
@@ -409,6 +485,7 @@ class StatSession {
                      r.v.reach_max_ns / 1e6, r.v.total_max_ns / 1e6, r.v.total_ns / 1e6);
       }
     }
+    if (maps_.live_counters) print_live_text();
     std::fprintf(o_.out, "\nTop threads by allocated bytes (TLAB bytes + outside-TLAB bytes):\n");
     std::fprintf(o_.out, "  %-8s %-16s %10s %14s %10s %14s\n", "TID", "COMM", "REFILLS", "TLAB_BYTES", "OUTSIDE", "OUTSIDE_BYTES");
     for (size_t i = 0; i < threads_.size() && i < static_cast<size_t>(o_.top); i++) {
@@ -425,6 +502,25 @@ class StatSession {
                   (unsigned long long)c.v.tlab_bytes, (unsigned long long)c.v.outside_allocs,
                   (unsigned long long)c.v.outside_bytes);
     }
+  }
+
+  void print_live_text() {
+    std::fprintf(o_.out, "\nLive heap (--live; objects allocated since the attach, as of the last collection that "
+                 "reported deaths):\n");
+    if (live_.batches == 0) {
+      std::fprintf(o_.out, "  no collection has reported yet (no estimate)\n");
+    } else {
+      std::fprintf(o_.out, "  %-24s %llu (%.1f MiB), as of GC(%u)\n", "estimated_live_bytes",
+                   (unsigned long long)live_.estimate_bytes, live_.estimate_bytes / 1048576.0, live_.gc_id);
+      std::fprintf(o_.out, "  %-24s %u (each sample stands for 2^level times its weight)\n", "level", live_.level);
+      std::fprintf(o_.out, "  %-24s %u (in the VM's table)\n", "tracked", live_.tracked);
+      std::fprintf(o_.out, "  %-24s %llu (sampled since the last collection: too young, left out)\n",
+                   "young_bytes_left_out", (unsigned long long)(live_.young_bytes << live_.level));
+    }
+    std::fprintf(o_.out, "  %-24s %llu%s\n", "samples_lost", (unsigned long long)live_losses(),
+                 live_losses() ? " (their objects are missing from the estimate, or counted alive: see docs/stat.md)" : "");
+    for (int c = 0; c < JT_LIVE_COUNTER_COUNT; c++)
+      std::fprintf(o_.out, "  %-24s %llu\n", kLiveCounterNames[c], (unsigned long long)live_counters_[c]);
   }
 
   // Prometheus text exposition (docs/daemon.md, "Metrics"): names in base
@@ -446,6 +542,7 @@ class StatSession {
     };
     uint64_t losses = malformed_notices_;
     for (int c : kLossCounters) losses += counters_[c];
+    if (maps_.live_counters) losses += live_losses();
     for (int c = 0; c < JT_COUNTER_COUNT; c++) {
       if (!o_.prometheus_full && !default_counter(c)) continue;
       if (c == JT_C_SAFEPOINT_NS) {  // the base unit: seconds
@@ -463,6 +560,27 @@ class StatSession {
     counter("jvmtrace_losses_total",
             "figures jvmtrace could not take: the sum of the loss counters (each with --prometheus-full; docs/stat.md)",
             std::to_string(losses));
+    // --live: one estimate per JVM (no label of its own: bounded
+    // cardinality), shown once a collection has reported.
+    if (maps_.live_counters) {
+      auto gauge = [&](const std::string& name, const std::string& help, uint64_t v) {
+        family(name, "gauge", help);
+        s += name + "{" + labels + "} " + std::to_string(v) + "\n";
+      };
+      if (live_.batches) {
+        gauge("jvmtrace_live_heap_estimated_bytes",
+              "live bytes of the objects allocated since the attach, as of the last collection that reported "
+              "deaths: the sampled survivors' weights x 2^level (stat --live; docs/stat.md)",
+              live_.estimate_bytes);
+        gauge("jvmtrace_live_heap_tracked_samples", "sampled objects the VM tracks (stat --live)", live_.tracked);
+        gauge("jvmtrace_live_heap_sampling_level",
+              "thinning level of the VM's table: each tracked sample stands for 2^level (stat --live)", live_.level);
+      }
+      counter("jvmtrace_live_heap_samples_lost_total",
+              "sampled objects whose fate stat --live cannot follow: not kept (its map full), or their fate "
+              "records lost (docs/stat.md)",
+              std::to_string(live_losses()));
+    }
     // Every stop-the-world pause in one family, by kind, in a dozen buckets
     // from 64 us to 16.8 s (x4 apart: cut from the kernel's log2 slots, so
     // exact).  By default a kind other than young is shown once it has
@@ -517,6 +635,22 @@ class StatSession {
         hists[kHists[h].name] =
             log2_hist_json(hists_[h].slots, JT_HIST_SLOTS, kHists[h].unit, kHists[h].divisor, hists_[h].sum);
     j["safepoint_probes"] = safepoints_;
+    if (maps_.live_counters) {
+      Json& live = j["live"] = Json::object();
+      live["snapshots"] = live_.batches;
+      if (live_.batches) {
+        live["estimated_live_bytes"] = live_.estimate_bytes;
+        live["gc_id"] = live_.gc_id;
+        live["level"] = live_.level;
+        live["tracked"] = live_.tracked;
+        live["alive_bytes"] = live_.alive_bytes << live_.level;
+        live["young_bytes"] = live_.young_bytes << live_.level;
+      }
+      live["kept_now"] = live_kept_now();
+      live["lost"] = live_losses();
+      Json& lc = live["counters"] = Json::object();
+      for (int c = 0; c < JT_LIVE_COUNTER_COUNT; c++) lc[kLiveCounterNames[c]] = live_counters_[c];
+    }
     if (safepoints_) {
       Json& ops = j["safepoints_by_operation"] = Json::array();
       for (const auto& r : safepoint_ops_)
@@ -543,6 +677,8 @@ class StatSession {
   bool slow_path_;
   uint64_t counters_[JT_COUNTER_COUNT] = {};
   jt_hist_val hists_[JT_HIST_COUNT] = {};
+  uint64_t live_counters_[JT_LIVE_COUNTER_COUNT] = {};
+  jt_live_snapshot live_ = {};
   std::vector<ThreadRow> threads_;
   std::vector<ClassRow> classes_;
   std::vector<SafepointRow> safepoint_ops_;
@@ -568,6 +704,19 @@ int stat_pid(const Options& o, Launch* launch) {
     return 1;
   const bool stock = bpf.stock();
   const ProbeSet probe_set = bpf.probe_set();
+  if (o.live) {
+    // The VM's own sampler and its weak handles: nothing of the kind in a
+    // stock JVM, nor in one patched before issue 34.
+    const auto& p = bpf.target().probes;
+    if (stock || !p.count("alloc__sample") || !p.count("sample__fates")) {
+      std::fprintf(stderr, "jvmtrace stat: --live needs the alloc__sample and sample__fates probes of a patched JVM; "
+                   "%s has %s\n", printable(bpf.target().binary.shown()).c_str(),
+                   stock && !bpf.target().has_probes ? "no jvmtrace probes (a stock JVM)"
+                   : stock ? "them, but --mode stock was asked"
+                           : "not (patched before them: rebuild it with scripts/build-patched-jdk.sh)");
+      return 1;
+    }
+  }
   const TargetFile& libjvm = bpf.target().binary;
   set_libbpf_verbose(o.verbose);
   StatMaps maps{};
@@ -591,6 +740,13 @@ int stat_pid(const Options& o, Launch* launch) {
   } else {
     skel.reset(jvmtrace_stat__open());
     if (skel) select_probe_set(skel->obj, probe_set);
+    if (skel) {
+      bpf_program__set_autoload(skel->progs.alloc__sample, o.live);
+      bpf_program__set_autoload(skel->progs.sample__fates, o.live);
+      skel->rodata->live_enabled = o.live;
+      const uint64_t table = o.live_samples > 0 ? o.live_samples : kVmLiveSamplesDefault;
+      bpf_map__set_max_entries(skel->maps.live_samples, o.live ? static_cast<uint32_t>(table * kLiveMapPerTableEntry) : 1);
+    }
     if (skel && !o.slow_path && probe_set == ProbeSet::kSeparate) {
       bpf_program__set_autoload(skel->progs.alloc__slow__enter, false);
       bpf_program__set_autoload(skel->progs.alloc__slow__exit, false);
@@ -598,6 +754,10 @@ int stat_pid(const Options& o, Launch* launch) {
     if (skel && (loaded = jvmtrace_stat__load(skel.get())) == 0) {
       maps = StatMaps::of(skel.get());
       maps.safepoint_ops = skel->maps.safepoint_ops;
+      if (o.live) {
+        maps.live_counters = skel->maps.live_counters;
+        maps.live_snapshot = &skel->bss->live_snapshot;
+      }
       obj = skel->obj;
     }
   }
@@ -687,6 +847,8 @@ int stat_command(int argc, char** argv) {
       {"prometheus-full", no_argument, nullptr, 'F'},
       {"launch-timeout", required_argument, nullptr, 'L'},
       {"probe-set", required_argument, nullptr, 'S'},
+      {"live", no_argument, nullptr, 'l'},
+      {"live-samples", required_argument, nullptr, 'N'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   int c;
@@ -739,6 +901,15 @@ int stat_command(int argc, char** argv) {
           return 2;
         }
         o.launch_timeout_set = true;
+        break;
+      case 'l': o.live = true; break;
+      case 'N':
+        // (record --live-samples' range: what the VM's flag takes)
+        if (!parse_long(optarg, 64, 1 << 20, &o.live_samples)) {
+          std::fprintf(stderr, "jvmtrace stat: --live-samples takes a number from 64 to 1048576, not '%s'\n", optarg);
+          return 2;
+        }
+        o.live = true;
         break;
       case 'v': o.verbose = true; break;
       case 'h': usage(stdout); return 0;
