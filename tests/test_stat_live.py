@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BUILD_DIR
-from helpers import LineReader, reap
+from helpers import LineReader, reap, traced_run
 from test_daemon import Daemon, parse_exposition
 from test_fleet import need_prometheus, promtool_check_metrics, series_of, wait_until
 
@@ -145,6 +145,28 @@ def test_live_gauge_equals_report_live_and_the_kept_bytes(jdks, java_classes, tm
         # And report puts the kept arrays' site first, with their bytes.
         top = report["sites"][0]
         assert top["name"].startswith("LiveKeep.keep") and lo <= top["live_bytes"] <= hi, top
+
+
+def test_the_kernels_arithmetic_to_the_byte(usdt_fixture):
+    """The fixture's --live-script (tests/fixtures/usdt_fixture.cpp): a
+    death, a promotion (stays), a lost count, a sample with no id, a thinned
+    and an untracked one, a fate of an id never sampled and a record of a
+    kind not yet defined.  After its second batch the samples alive are ids
+    2 (0x2000) and 5 (0x20000); 5 was born after the last gc__start (too
+    young), and each stands for 2^2: (0x22000 - 0x20000) << 2 = 0x8000."""
+    run = traced_run(lambda pid: [str(JVMTRACE), "stat", "-p", str(pid), "--live", "--json", "-b",
+                                  str(usdt_fixture)],
+                     [str(usdt_fixture), "--wait-for", "stdin", "--live-script"],
+                     ready=lambda l: l.startswith("Attached "), stderr_ready=True)
+    reports = [json.loads(l) for l in run.trace_out if l.startswith("{")]
+    assert reports, run.trace_err
+    live = reports[-1]["live"]
+    assert live["counters"] == {"samples": 6, "kept": 5, "not_kept_map_full": 0, "fate_batches": 2, "died": 2,
+                                "thinned": 1, "untracked": 1, "promoted": 1, "fates_of_unknown_ids": 1,
+                                "fates_lost_in_vm": 7, "fate_records_unreadable": 0}, live
+    assert (live["estimated_live_bytes"], live["level"], live["tracked"], live["gc_id"]) == (0x8000, 2, 2, 3), live
+    assert (live["alive_bytes"], live["young_bytes"]) == (0x22000 << 2, 0x20000 << 2), live
+    assert (live["snapshots"], live["kept_now"], live["lost"]) == (2, 2, 7), live
 
 
 def test_live_on_a_stock_jvm_is_a_clear_error(jdks, java_classes):
