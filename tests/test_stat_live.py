@@ -8,6 +8,7 @@ kept bytes within a bound derived from how the VM weighs its samples.  And
 through jvmtraced: the gauge per JVM with the daemon's labels, with
 --stat-live and not without it."""
 import json
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -179,6 +180,37 @@ def test_live_on_a_stock_jvm_is_a_clear_error(jdks, java_classes):
         assert "no jvmtrace probes (a stock JVM)" in r.stderr, r.stderr
     finally:
         reap(jvm)
+
+
+def vm_flag(jdks, pid, name):
+    r = subprocess.run([str(Path(jdks["patched"]) / "bin/jcmd"), str(pid), "VM.flags", "-all"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    m = re.search(rf"\b{name}\s+= (\d+)", r.stdout)
+    assert m, r.stdout[-2000:]
+    return int(m.group(1))
+
+
+def test_live_samples_sets_the_vm_table_while_attached(jdks, java_classes):
+    """--live-samples N: JvmtraceLiveSamples is N while stat is attached (set
+    before its probes go in), and what it was after."""
+    jvm = start_live_keep(jdks, java_classes, COLLECTORS["G1"])
+    stat = None
+    try:
+        assert vm_flag(jdks, jvm.pid, "JvmtraceLiveSamples") == 65536
+        stat = subprocess.Popen([str(JVMTRACE), "stat", "-p", str(jvm.pid), "--live-samples", "1000", "--json"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        err = LineReader(stat.stderr)
+        err.wait_for(lambda l: l.startswith("Attached 9 probes"), 60, "stat --live-samples to attach")
+        assert vm_flag(jdks, jvm.pid, "JvmtraceLiveSamples") == 1000
+        stat.send_signal(signal.SIGINT)
+        assert stat.wait(60) == 0, "\n".join(err.drain())
+        assert json.loads(stat.stdout.read())["live"]["snapshots"] == 0
+        assert vm_flag(jdks, jvm.pid, "JvmtraceLiveSamples") == 65536
+        go_and_wait(jvm)
+        finish(jvm)
+    finally:
+        reap(jvm, stat)
 
 
 def live_series(samples, pid):

@@ -24,6 +24,7 @@
 #include "base/json.h"
 #include "cli/common.h"
 #include "cli/histogram.h"
+#include "cli/vm_flags.h"
 #include "jvmtrace_stat.h"
 #include "jvmtrace_stat.skel.h"
 #include "jvmtrace_stat_stock.skel.h"
@@ -160,7 +161,8 @@ struct Options {
   std::string mode = "auto";
   std::string probe_set = "auto";  // usdt: batched, combined, separate, or auto (the first the JVM has)
   bool live = false;        // --live: alloc__sample and sample__fates, the live-heap estimate
-  long live_samples = 0;    // --live-samples N: the map sized for a VM table of N (0: the VM's default)
+  long live_samples = 0;    // --live-samples N: JvmtraceLiveSamples while attached, the map sized for it
+                            // (0: the JVM's own, the map sized for the default)
   int top = 10;
   double launch_timeout = 30;  // -- COMMAND: how long to wait for its JVM
   bool launch_timeout_set = false;
@@ -214,9 +216,11 @@ void usage(FILE* out) {
                "                       allocated since the attach (report --live's figure; one gauge per JVM,\n"
                "                       jvmtrace_live_heap_estimated_bytes), the tracked samples, the level\n"
                "                       and the samples whose fate was lost\n"
-               "      --live-samples N  --live: size the kernel's map for a VM table of N samples (the JVM's\n"
-               "                       -XX:JvmtraceLiveSamples; default 65536); samples that find it full are\n"
-               "                       counted lost\n"
+               "      --live-samples N  --live: the VM tracks at most N samples (JvmtraceLiveSamples, default\n"
+               "                       65536; 64 to 1048576) while stat is attached, set through the attach\n"
+               "                       mechanism and put back after; the kernel's map is sized for it\n"
+               "                       (twice N; without it, for the default: a JVM started with a larger\n"
+               "                       -XX:JvmtraceLiveSamples needs it, else samples are counted lost)\n"
                "      --mode MODE      usdt: a patched JVM's jvmtrace probes; stock: uprobes on an unpatched\n"
                "                       HotSpot (no slow-path latency, TLAB waste or PLAB figures);\n"
                "                       auto (default): usdt if the JVM has the probes, else stock\n"
@@ -428,6 +432,7 @@ class StatSession {
     budget_spent_ = false;
   }
   bool budget_spent() const { return budget_spent_; }
+  uint64_t live_map_full() const { return maps_.live_counters ? live_counters_[JT_L_MAP_FULL] : 0; }
 
  private:
   // Names for the rows; a key not learnt yet (its notice lost or the read
@@ -764,8 +769,19 @@ int stat_pid(const Options& o, Launch* launch) {
   if (!bpf.loaded(loaded, obj)) return 1;
   // Batched records count from here (those left in the VM from an earlier
   // tracer ended before).
+  // --live-samples: set before the probes go in (a JVM held at start-up
+  // answers only once let go: then as soon as it does, as record does).
+  std::vector<VmFlags::Flag> wanted;
+  if (o.live && o.live_samples > 0) wanted.push_back({"JvmtraceLiveSamples", o.live_samples, kVmLiveSamplesDefault});
+  VmFlags flags("jvmtrace stat", bpf.target().proc, std::move(wanted));
+  if (!launch)
+    while (flags.pending() && flags.step(true)) {
+    }
   if (skel) skel->bss->window_start_ns = clock_ns(CLOCK_MONOTONIC);
-  if (!bpf.attach()) return 1;
+  if (!bpf.attach()) {
+    flags.restore();
+    return 1;
+  }
   const bool slow_path = o.slow_path || probe_set != ProbeSet::kSeparate;
   std::fprintf(stderr, "Attached %zu %s (%s) to PID %d (%s)%s. %s\n", bpf.links(), stock ? "uprobes" : "probes",
                bpf.probe_set_text(), o.pid, printable(libjvm.shown()).c_str(),
@@ -782,6 +798,8 @@ int stat_pid(const Options& o, Launch* launch) {
   RingBuffer names(ring_buffer__new(bpf_map__fd(maps.new_keys), &StatSession::on_new_key, &session, nullptr));
   if (!names) {
     std::fprintf(stderr, "jvmtrace stat: ring buffer: %s\n", std::strerror(errno));
+    bpf.detach();
+    flags.restore();
     return 1;
   }
   // Let go only now: the new-key notices of the first threads and classes
@@ -806,6 +824,10 @@ int stat_pid(const Options& o, Launch* launch) {
       break;
     }
     if (launch) launch->tick();  // JVMs the program starts later are held too: let them go
+    if (flags.pending()) {
+      flags.step(false);
+      if (flags.pending() && flags.expired()) flags.give_up();
+    }
     if (o.interval > 0 && now >= next) {
       session.report(elapsed);
       next += std::chrono::duration<double>(o.interval);
@@ -831,6 +853,14 @@ int stat_pid(const Options& o, Launch* launch) {
   session.report(std::chrono::duration<double>(stopped_at - start).count());
   if (target_gone && !o.json) std::fprintf(stderr, "jvmtrace stat: PID %d exited\n", o.pid);
   if (!drain_problem.empty()) std::fprintf(stderr, "jvmtrace stat: %s\n", drain_problem.c_str());
+  if (session.live_map_full())
+    std::fprintf(stderr, "jvmtrace stat: %llu tracked samples found the kernel's map full (%u entries) and are left "
+                 "out of the estimate: is the JVM's JvmtraceLiveSamples above %ld? Give it as --live-samples\n",
+                 (unsigned long long)session.live_map_full(), bpf_map__max_entries(skel->maps.live_samples),
+                 o.live_samples > 0 ? o.live_samples : kVmLiveSamplesDefault);
+  bpf.detach();
+  if (flags.pending()) flags.give_up();
+  flags.restore();
   return 0;
 }
 
