@@ -73,11 +73,32 @@ int alloc__slow__exit(struct pt_regs *ctx)
 	return 0;
 }
 
+/* --live: the live-heap estimate (docs/stat.md, "The live heap").  Set by
+ * user space before the load. */
+const volatile bool live_enabled = false;
+
+/* gc__start hits since the attach: a sample's birth in collections. */
+__u64 live_gc_seq = 0;
+/* The weights of the kept samples whose fate is not known yet ... */
+__u64 live_alive_bytes = 0;
+/* ... and of those born in each of the last four collection sequences (slot
+ * seq & 3, zeroed as gc__start moves into it): the current one's are the
+ * "too young" of report --live, left out of the estimate.  A ring, so that
+ * a sample that read the sequence just before a gc__start moved it adds to
+ * its own slot, not to the next one's. */
+__s64 live_young_bytes[4] = {};
+
 /* gc__start(gc_id, name, cause, kind, heap_used, heap_committed) */
 SEC("usdt")
 int gc__start(struct pt_regs *ctx)
 {
 	stat_gc_start((__u32)arg(ctx, 0));
+	if (live_enabled) {
+		__u64 next = live_gc_seq + 1;
+
+		live_young_bytes[next & 3] = 0;
+		__sync_fetch_and_add(&live_gc_seq, 1);
+	}
 	return 0;
 }
 
@@ -360,5 +381,179 @@ int alloc__drain(struct pt_regs *ctx)
 
 	if (t > drained_ns)
 		drained_ns = t;
+	return 0;
+}
+
+/* --- stat --live: alloc__sample and sample__fates ----------------------
+ * Per tracked sample (sample_id not 0) its weight and its birth in
+ * collections, until its fate comes; a running sum of the weights still
+ * alive; at each fates batch a snapshot: the live bytes as of the
+ * collection that last reported deaths, by report --live's definition
+ * (userspace/analysis/live_heap.cpp: samples born since the last gc__start
+ * are too young to have been judged, and left out). */
+
+/* The VM's table holds at most JvmtraceLiveSamples (default 65,536) ids;
+ * user space sets max_entries (twice that by default: ids whose fates are
+ * on their way, and those a lost record never names).  Not preallocated: an
+ * entry is 16 bytes of value in a kernel allocation of about 80. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1 << 17);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, struct jt_live_sample);
+} live_samples SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, JT_LIVE_COUNTER_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} live_counters SEC(".maps");
+
+struct jt_live_snapshot live_snapshot = {};
+
+static __always_inline void live_count(__u32 c, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&live_counters, &c);
+	if (v)
+		__sync_fetch_and_add(v, n);
+}
+
+/* alloc__sample(method, weight_bytes, class_name, class_name_len, alloc_bytes,
+ * outcome, frames, depth, frame_bytes, end_ns, epoch_addr, sample_id) */
+SEC("usdt")
+int alloc__sample(struct pt_regs *ctx)
+{
+	__u64 id = arg(ctx, 11);
+	struct jt_live_sample s;
+
+	live_count(JT_L_SAMPLES, 1);
+	if (!id) /* not tracked by the VM: its object's fate will never come */
+		return 0;
+	s.weight = arg(ctx, 1);
+	s.born_seq = live_gc_seq;
+	if (bpf_map_update_elem(&live_samples, &id, &s, BPF_NOEXIST)) {
+		live_count(JT_L_MAP_FULL, 1);
+		return 0;
+	}
+	live_count(JT_L_KEPT, 1);
+	__sync_fetch_and_add(&live_alive_bytes, s.weight);
+	__sync_fetch_and_add(&live_young_bytes[s.born_seq & 3], (__s64)s.weight);
+	return 0;
+}
+
+/* A batch's records, copied out of the JVM at once: the probe's only
+ * caller is the ServiceThread, so this buffer has one user at a time.
+ * Room for 256 records of up to 32 bytes (the contract's are 16; fields
+ * are only ever appended). */
+#define JT_FATES_COPY_BYTES (2 * JVMTRACE_FATE_BATCH_RECORDS * JVMTRACE_FATE_RECORD_BYTES)
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u8[JT_FATES_COPY_BYTES]);
+} fates_copy SEC(".maps");
+
+struct fates_walk {
+	__u8 *buf;
+	__u64 step;
+	__u64 seq;  /* live_gc_seq as the batch came */
+};
+
+static long fate_record(__u32 i, void *ctx)
+{
+	struct fates_walk *w = ctx;
+	__u64 off = (__u64)i * w->step, id, weight, born;
+	struct jvmtrace_fate_record *r;
+	struct jt_live_sample *s;
+
+	if (off > JT_FATES_COPY_BYTES - sizeof(*r))
+		return 1;
+	r = (struct jvmtrace_fate_record *)(w->buf + off);
+	switch (r->kind) {
+	case JVMTRACE_FATE_LOST:
+		live_count(JT_L_VM_LOST, r->sample_id);
+		return 0;
+	case JVMTRACE_FATE_PROMOTED: /* still alive: stays */
+		live_count(JT_L_PROMOTED, 1);
+		return 0;
+	case JVMTRACE_FATE_DIED:
+		live_count(JT_L_DIED, 1);
+		break;
+	case JVMTRACE_FATE_THINNED:
+		live_count(JT_L_THINNED, 1);
+		break;
+	case JVMTRACE_FATE_UNTRACKED:
+		live_count(JT_L_UNTRACKED, 1);
+		break;
+	default: /* a kind of a later contract: nothing known of it */
+		return 0;
+	}
+	id = r->sample_id;
+	s = bpf_map_lookup_elem(&live_samples, &id);
+	if (!s) {
+		live_count(JT_L_FATES_UNKNOWN, 1);
+		return 0;
+	}
+	weight = s->weight;
+	born = s->born_seq;
+	if (bpf_map_delete_elem(&live_samples, &id)) /* (gone meanwhile: counted out by whoever removed it) */
+		return 0;
+	__sync_fetch_and_add(&live_alive_bytes, -weight);
+	if (w->seq - born < 4) /* its slot not reused since */
+		__sync_fetch_and_add(&live_young_bytes[born & 3], -(__s64)weight);
+	return 0;
+}
+
+/* sample__fates(records, count, record_bytes, gc_id, level, tracked) */
+SEC("usdt")
+int sample__fates(struct pt_regs *ctx)
+{
+	static const __u32 zero = 0;
+	struct fates_walk w = { .seq = live_gc_seq };
+	__u32 n = arg(ctx, 1), fit, level = arg(ctx, 4);
+	__u64 len, alive, live;
+	__s64 young;
+
+	live_count(JT_L_FATE_BATCHES, 1);
+	w.buf = bpf_map_lookup_elem(&fates_copy, &zero);
+	w.step = (__u32)arg(ctx, 2);
+	if (!w.buf || w.step < sizeof(struct jvmtrace_fate_record)) {
+		live_count(JT_L_RECORDS_LOST, n);
+		n = 0;
+	} else {
+		fit = JT_FATES_COPY_BYTES / w.step;
+		if (n > fit) {
+			live_count(JT_L_RECORDS_LOST, n - fit);
+			n = fit;
+		}
+		len = (__u64)n * w.step;
+		if (len > JT_FATES_COPY_BYTES)
+			return 0;
+		if (len && bpf_probe_read_user(w.buf, len, (void *)arg(ctx, 0))) {
+			live_count(JT_L_RECORDS_LOST, n);
+			n = 0;
+		}
+	}
+	bpf_loop(n, fate_record, &w, 0);
+
+	/* The snapshot: what was alive as of this batch, less what no
+	 * collection has judged yet, each sample standing for 2^level. */
+	alive = live_alive_bytes;
+	young = live_young_bytes[w.seq & 3];
+	live = young <= 0 ? alive : (__u64)young < alive ? alive - (__u64)young : 0;
+	if (level > 40) /* (the VM's table has 2^16 entries: never) */
+		level = 40;
+	__sync_fetch_and_add(&live_snapshot.seq, 1);
+	live_snapshot.estimate_bytes = live << level;
+	live_snapshot.alive_bytes = alive;
+	live_snapshot.young_bytes = young > 0 ? young : 0;
+	live_snapshot.batches++;
+	live_snapshot.ts_ns = bpf_ktime_get_ns();
+	live_snapshot.level = level;
+	live_snapshot.tracked = arg(ctx, 5);
+	live_snapshot.gc_id = arg(ctx, 3);
+	__sync_fetch_and_add(&live_snapshot.seq, 1);
 	return 0;
 }

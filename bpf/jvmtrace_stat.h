@@ -142,11 +142,55 @@ struct jt_new_op {
 	char name[JT_OP_NAME_MAX];
 };
 
+/* stat --live (alloc__sample, sample__fates; bpf/jvmtrace_stat.bpf.c): the
+ * live-heap estimate.  Counters, index of the per-CPU `live_counters` map
+ * (apart from `counters`, so stat without --live prints what it did). */
+enum jt_live_counter {
+	JT_L_SAMPLES = 0,        /* alloc__sample hits */
+	JT_L_KEPT,               /* of them with a sample id, kept in live_samples */
+	JT_L_MAP_FULL,           /* with a sample id but not kept (live_samples full): missed, a loss */
+	JT_L_FATE_BATCHES,       /* sample__fates hits: each one a snapshot */
+	JT_L_DIED,               /* fate records by kind */
+	JT_L_THINNED,
+	JT_L_UNTRACKED,
+	JT_L_PROMOTED,
+	JT_L_FATES_UNKNOWN,      /* died/thinned/untracked of an id not kept: born before the attach
+	                          * (another tracer's), or missed (JT_L_MAP_FULL) */
+	JT_L_VM_LOST,            /* fate records the VM could not queue (kind 4's counts): their ids
+	                          * stay counted alive, a loss */
+	JT_L_RECORDS_LOST,       /* fate records that could not be read: a loss */
+	JT_LIVE_COUNTER_COUNT,
+};
+
+/* A kept sample, by its sample_id. */
+struct jt_live_sample {
+	__u64 weight;            /* alloc__sample's weight_bytes */
+	__u64 born_seq;          /* gc__start hits before it (since the attach) */
+};
+
+/* The estimate as of the last sample__fates batch, written by that probe
+ * (one writer: the VM's ServiceThread) between two increments of seq, so a
+ * reader retries while seq is odd or moved. */
+struct jt_live_snapshot {
+	__u64 seq;
+	__u64 estimate_bytes;    /* (alive_bytes - young_bytes) << level */
+	__u64 alive_bytes;       /* weights of the kept samples not reported gone */
+	__u64 young_bytes;       /* of those, born since the last gc__start: too young, left out */
+	__u64 batches;           /* snapshots taken */
+	__u64 ts_ns;             /* the batch's CLOCK_MONOTONIC time */
+	__u32 level;             /* the VM table's thinning level */
+	__u32 tracked;           /* entries in the VM's table */
+	__u32 gc_id;             /* the collection that last reported deaths */
+	__u32 pad;
+};
+
 JVMTRACE_ABI_ASSERT(sizeof(struct jt_hist_val) == 8 * (JT_HIST_SLOTS + 1), "jt_hist_val");
 JVMTRACE_ABI_ASSERT(sizeof(struct jt_thread_val) == 32, "jt_thread_val");
 JVMTRACE_ABI_ASSERT(sizeof(struct jt_class_val) == 40, "jt_class_val");
 JVMTRACE_ABI_ASSERT(sizeof(struct jt_new_key) == 32, "jt_new_key");
 JVMTRACE_ABI_ASSERT(sizeof(struct jt_safepoint_val) == 48, "jt_safepoint_val");
 JVMTRACE_ABI_ASSERT(sizeof(struct jt_new_op) == 80, "jt_new_op");
+JVMTRACE_ABI_ASSERT(sizeof(struct jt_live_sample) == 16, "jt_live_sample");
+JVMTRACE_ABI_ASSERT(sizeof(struct jt_live_snapshot) == 64, "jt_live_snapshot");
 
 #endif /* JVMTRACE_STAT_H */

@@ -24,6 +24,7 @@
 #include "base/json.h"
 #include "cli/common.h"
 #include "cli/histogram.h"
+#include "cli/vm_flags.h"
 #include "jvmtrace_stat.h"
 #include "jvmtrace_stat.skel.h"
 #include "jvmtrace_stat_stock.skel.h"
@@ -43,6 +44,19 @@ const char* const kCounterNames[] = {
     "plab_records_lost", "alloc_batches", "alloc_records_lost", "alloc_records_outside_window",
     "safepoints", "safepoint_ns", "safepoint_operations_not_kept"};
 static_assert(sizeof(kCounterNames) / sizeof(*kCounterNames) == JT_COUNTER_COUNT, "counter names");
+// Names parallel to enum jt_live_counter (stat --live).
+const char* const kLiveCounterNames[] = {"samples", "kept", "not_kept_map_full", "fate_batches", "died", "thinned",
+                                         "untracked", "promoted", "fates_of_unknown_ids", "fates_lost_in_vm",
+                                         "fate_records_unreadable"};
+static_assert(sizeof(kLiveCounterNames) / sizeof(*kLiveCounterNames) == JT_LIVE_COUNTER_COUNT, "live counter names");
+// What jvmtrace_live_heap_samples_lost_total adds up: samples whose fate the
+// estimate cannot follow (each stays out, or stays counted alive).
+const int kLiveLossCounters[] = {JT_L_MAP_FULL, JT_L_VM_LOST, JT_L_RECORDS_LOST};
+// --live: the kept samples' map holds this many ids per entry of the VM's
+// table (JvmtraceLiveSamples, default 65,536): room for the ids whose fates
+// are on their way, and for those a lost record never names.
+constexpr uint32_t kLiveMapPerTableEntry = 2;
+constexpr long kVmLiveSamplesDefault = 65536;
 // Counted in user space: new-key notices from the kernel too short to read.
 const char* const kMalformedName = "malformed_notices";
 
@@ -124,6 +138,10 @@ struct StockSkelDelete {
 struct StatMaps {
   bpf_map *counters, *hists, *threads, *classes, *new_keys;
   bpf_map* safepoint_ops = nullptr;  // usdt mode only
+  // --live only: the per-CPU counters and the snapshot (the object's .bss,
+  // memory-mapped: written by the kernel, read under its sequence count)
+  bpf_map* live_counters = nullptr;
+  const volatile jt_live_snapshot* live_snapshot = nullptr;
   template <typename Skel>
   static StatMaps of(Skel* s) {
     return {s->maps.counters, s->maps.hists, s->maps.threads, s->maps.classes, s->maps.new_keys};
@@ -142,6 +160,9 @@ struct Options {
   bool slow_path = true;
   std::string mode = "auto";
   std::string probe_set = "auto";  // usdt: batched, combined, separate, or auto (the first the JVM has)
+  bool live = false;        // --live: alloc__sample and sample__fates, the live-heap estimate
+  long live_samples = 0;    // --live-samples N: JvmtraceLiveSamples while attached, the map sized for it
+                            // (0: the JVM's own, the map sized for the default)
   int top = 10;
   double launch_timeout = 30;  // -- COMMAND: how long to wait for its JVM
   bool launch_timeout_set = false;
@@ -156,6 +177,7 @@ void usage(FILE* out) {
                "       jvmtrace stat [OPTIONS] -- COMMAND [ARGS...]\n"
                "OPTIONS: [-i SEC] [-d SEC] [--top N] [--json|--prometheus[-full]] [--mode auto|usdt|stock]\n"
                "         [--probe-set auto|batched|combined|separate] [--no-slow-path] [--launch-timeout S] [-v]\n"
+               "         [--live [--live-samples N]]\n"
                "Aggregates a JVM's jvmtrace probes (a stock JVM: uprobes) in the kernel and prints\n"
                "log2 histograms (TLAB sizes, slow-path latency, outside-TLAB sizes, GC pauses by kind,\n"
                "PLAB sizes),\n"
@@ -185,6 +207,20 @@ void usage(FILE* out) {
                "      --no-slow-path   with the separate probes: leave alloc__slow__enter/exit detached\n"
                "                       (no latency or outside-TLAB figures); no effect with the others,\n"
                "                       which cost nothing more for the slow path\n"
+               "      --live           also the live heap: attaches alloc__sample and sample__fates (a patched\n"
+               "                       JVM's; an error on a stock one), so the VM samples allocations (its\n"
+               "                       JvmtraceSampleRate, default 250/s, each with a stack walk) and tracks\n"
+               "                       the sampled objects by weak handles; the kernel keeps each tracked\n"
+               "                       sample's weight until its death is reported.  Shows the estimated live\n"
+               "                       bytes as of the last collection that reported deaths, of objects\n"
+               "                       allocated since the attach (report --live's figure; one gauge per JVM,\n"
+               "                       jvmtrace_live_heap_estimated_bytes), the tracked samples, the level\n"
+               "                       and the samples whose fate was lost\n"
+               "      --live-samples N  --live: the VM tracks at most N samples (JvmtraceLiveSamples, default\n"
+               "                       65536; 64 to 1048576) while stat is attached, set through the attach\n"
+               "                       mechanism and put back after; the kernel's map is sized for it\n"
+               "                       (twice N; without it, for the default: a JVM started with a larger\n"
+               "                       -XX:JvmtraceLiveSamples needs it, else samples are counted lost)\n"
                "      --mode MODE      usdt: a patched JVM's jvmtrace probes; stock: uprobes on an unpatched\n"
                "                       HotSpot (no slow-path latency, TLAB waste or PLAB figures);\n"
                "                       auto (default): usdt if the JVM has the probes, else stock\n"
@@ -196,7 +232,8 @@ void usage(FILE* out) {
                "  jvmtrace stat -- java -Xmx1g -jar app.jar   # from its first allocation to its exit\n"
                "  jvmtrace stat -p 4242               # until Ctrl-C\n"
                "  jvmtrace stat -p 4242 -d 30 --json  # 30 s, JSON\n"
-               "  jvmtrace stat -p 4242 -i 5          # a report every 5 s\n");
+               "  jvmtrace stat -p 4242 -i 5          # a report every 5 s\n"
+               "  jvmtrace stat -p 4242 -i 10 --live  # and the live heap's estimate\n");
 }
 
 std::string thread_comm(pid_t pid, uint32_t tid) {
@@ -267,6 +304,14 @@ class StatSession {
         hists_[h].sum += v.sum;
       }
     }
+    if (maps_.live_counters) {
+      for (int c = 0; c < JT_LIVE_COUNTER_COUNT; c++) {
+        uint32_t k = c;
+        live_counters_[c] = 0;
+        for (uint64_t v : lookup_percpu_elem<uint64_t>(maps_.live_counters, &k, sizeof k)) live_counters_[c] += v;
+      }
+      read_live_snapshot();
+    }
     if (!pauses_) {  // the collections stand in for their pauses
       hists_[JT_H_PAUSE_YOUNG_US] = hists_[JT_H_GC_YOUNG_US];
       hists_[JT_H_PAUSE_FULL_US] = hists_[JT_H_GC_FULL_US];
@@ -296,6 +341,41 @@ class StatSession {
     std::sort(classes_.begin(), classes_.end(), [](const ClassRow& a, const ClassRow& b) {
       return a.v.tlab_bytes + a.v.outside_bytes > b.v.tlab_bytes + b.v.outside_bytes;
     });
+  }
+
+  // The kernel's last snapshot, read while its sequence count is even and
+  // unmoved (its one writer, the VM's ServiceThread, takes microseconds).
+  void read_live_snapshot() {
+    const volatile jt_live_snapshot* k = maps_.live_snapshot;
+    for (int tries = 0; tries < 1000; tries++) {
+      const uint64_t seq = k->seq;
+      __atomic_thread_fence(__ATOMIC_ACQUIRE);
+      jt_live_snapshot copy;
+      copy.estimate_bytes = k->estimate_bytes;
+      copy.alive_bytes = k->alive_bytes;
+      copy.young_bytes = k->young_bytes;
+      copy.batches = k->batches;
+      copy.ts_ns = k->ts_ns;
+      copy.level = k->level;
+      copy.tracked = k->tracked;
+      copy.gc_id = k->gc_id;
+      __atomic_thread_fence(__ATOMIC_ACQUIRE);
+      if (seq % 2 == 0 && k->seq == seq) {
+        live_ = copy;
+        return;
+      }
+    }  // (else the last good one stays)
+  }
+  uint64_t live_losses() const {
+    uint64_t n = 0;
+    for (int c : kLiveLossCounters) n += live_counters_[c];
+    return n;
+  }
+  // Kept samples whose fate has not come: the kernel map's entries.
+  uint64_t live_kept_now() const {
+    const uint64_t gone = live_counters_[JT_L_DIED] + live_counters_[JT_L_THINNED] + live_counters_[JT_L_UNTRACKED] -
+                          live_counters_[JT_L_FATES_UNKNOWN];
+    return live_counters_[JT_L_KEPT] > gone ? live_counters_[JT_L_KEPT] - gone : 0;
   }
 
   // Names are learnt when the kernel reports a new key (new_keys ring
@@ -352,6 +432,7 @@ class StatSession {
     budget_spent_ = false;
   }
   bool budget_spent() const { return budget_spent_; }
+  uint64_t live_map_full() const { return maps_.live_counters ? live_counters_[JT_L_MAP_FULL] : 0; }
 
  private:
   // Names for the rows; a key not learnt yet (its notice lost or the read
@@ -409,6 +490,7 @@ class StatSession {
                      r.v.reach_max_ns / 1e6, r.v.total_max_ns / 1e6, r.v.total_ns / 1e6);
       }
     }
+    if (maps_.live_counters) print_live_text();
     std::fprintf(o_.out, "\nTop threads by allocated bytes (TLAB bytes + outside-TLAB bytes):\n");
     std::fprintf(o_.out, "  %-8s %-16s %10s %14s %10s %14s\n", "TID", "COMM", "REFILLS", "TLAB_BYTES", "OUTSIDE", "OUTSIDE_BYTES");
     for (size_t i = 0; i < threads_.size() && i < static_cast<size_t>(o_.top); i++) {
@@ -425,6 +507,25 @@ class StatSession {
                   (unsigned long long)c.v.tlab_bytes, (unsigned long long)c.v.outside_allocs,
                   (unsigned long long)c.v.outside_bytes);
     }
+  }
+
+  void print_live_text() {
+    std::fprintf(o_.out, "\nLive heap (--live; objects allocated since the attach, as of the last collection that "
+                 "reported deaths):\n");
+    if (live_.batches == 0) {
+      std::fprintf(o_.out, "  no collection has reported yet (no estimate)\n");
+    } else {
+      std::fprintf(o_.out, "  %-24s %llu (%.1f MiB), as of GC(%u)\n", "estimated_live_bytes",
+                   (unsigned long long)live_.estimate_bytes, live_.estimate_bytes / 1048576.0, live_.gc_id);
+      std::fprintf(o_.out, "  %-24s %u (each sample stands for 2^level times its weight)\n", "level", live_.level);
+      std::fprintf(o_.out, "  %-24s %u (in the VM's table)\n", "tracked", live_.tracked);
+      std::fprintf(o_.out, "  %-24s %llu (sampled since the last collection: too young, left out)\n",
+                   "young_bytes_left_out", (unsigned long long)(live_.young_bytes << live_.level));
+    }
+    std::fprintf(o_.out, "  %-24s %llu%s\n", "samples_lost", (unsigned long long)live_losses(),
+                 live_losses() ? " (their objects are missing from the estimate, or counted alive: see docs/stat.md)" : "");
+    for (int c = 0; c < JT_LIVE_COUNTER_COUNT; c++)
+      std::fprintf(o_.out, "  %-24s %llu\n", kLiveCounterNames[c], (unsigned long long)live_counters_[c]);
   }
 
   // Prometheus text exposition (docs/daemon.md, "Metrics"): names in base
@@ -446,6 +547,7 @@ class StatSession {
     };
     uint64_t losses = malformed_notices_;
     for (int c : kLossCounters) losses += counters_[c];
+    if (maps_.live_counters) losses += live_losses();
     for (int c = 0; c < JT_COUNTER_COUNT; c++) {
       if (!o_.prometheus_full && !default_counter(c)) continue;
       if (c == JT_C_SAFEPOINT_NS) {  // the base unit: seconds
@@ -463,6 +565,27 @@ class StatSession {
     counter("jvmtrace_losses_total",
             "figures jvmtrace could not take: the sum of the loss counters (each with --prometheus-full; docs/stat.md)",
             std::to_string(losses));
+    // --live: one estimate per JVM (no label of its own: bounded
+    // cardinality), shown once a collection has reported.
+    if (maps_.live_counters) {
+      auto gauge = [&](const std::string& name, const std::string& help, uint64_t v) {
+        family(name, "gauge", help);
+        s += name + "{" + labels + "} " + std::to_string(v) + "\n";
+      };
+      if (live_.batches) {
+        gauge("jvmtrace_live_heap_estimated_bytes",
+              "live bytes of the objects allocated since the attach, as of the last collection that reported "
+              "deaths: the sampled survivors' weights x 2^level (stat --live; docs/stat.md)",
+              live_.estimate_bytes);
+        gauge("jvmtrace_live_heap_tracked_samples", "sampled objects the VM tracks (stat --live)", live_.tracked);
+        gauge("jvmtrace_live_heap_sampling_level",
+              "thinning level of the VM's table: each tracked sample stands for 2^level (stat --live)", live_.level);
+      }
+      counter("jvmtrace_live_heap_samples_lost_total",
+              "sampled objects whose fate stat --live cannot follow: not kept (its map full), or their fate "
+              "records lost (docs/stat.md)",
+              std::to_string(live_losses()));
+    }
     // Every stop-the-world pause in one family, by kind, in a dozen buckets
     // from 64 us to 16.8 s (x4 apart: cut from the kernel's log2 slots, so
     // exact).  By default a kind other than young is shown once it has
@@ -517,6 +640,22 @@ class StatSession {
         hists[kHists[h].name] =
             log2_hist_json(hists_[h].slots, JT_HIST_SLOTS, kHists[h].unit, kHists[h].divisor, hists_[h].sum);
     j["safepoint_probes"] = safepoints_;
+    if (maps_.live_counters) {
+      Json& live = j["live"] = Json::object();
+      live["snapshots"] = live_.batches;
+      if (live_.batches) {
+        live["estimated_live_bytes"] = live_.estimate_bytes;
+        live["gc_id"] = live_.gc_id;
+        live["level"] = live_.level;
+        live["tracked"] = live_.tracked;
+        live["alive_bytes"] = live_.alive_bytes << live_.level;
+        live["young_bytes"] = live_.young_bytes << live_.level;
+      }
+      live["kept_now"] = live_kept_now();
+      live["lost"] = live_losses();
+      Json& lc = live["counters"] = Json::object();
+      for (int c = 0; c < JT_LIVE_COUNTER_COUNT; c++) lc[kLiveCounterNames[c]] = live_counters_[c];
+    }
     if (safepoints_) {
       Json& ops = j["safepoints_by_operation"] = Json::array();
       for (const auto& r : safepoint_ops_)
@@ -543,6 +682,8 @@ class StatSession {
   bool slow_path_;
   uint64_t counters_[JT_COUNTER_COUNT] = {};
   jt_hist_val hists_[JT_HIST_COUNT] = {};
+  uint64_t live_counters_[JT_LIVE_COUNTER_COUNT] = {};
+  jt_live_snapshot live_ = {};
   std::vector<ThreadRow> threads_;
   std::vector<ClassRow> classes_;
   std::vector<SafepointRow> safepoint_ops_;
@@ -568,6 +709,19 @@ int stat_pid(const Options& o, Launch* launch) {
     return 1;
   const bool stock = bpf.stock();
   const ProbeSet probe_set = bpf.probe_set();
+  if (o.live) {
+    // The VM's own sampler and its weak handles: nothing of the kind in a
+    // stock JVM, nor in one patched before issue 34.
+    const auto& p = bpf.target().probes;
+    if (stock || !p.count("alloc__sample") || !p.count("sample__fates")) {
+      std::fprintf(stderr, "jvmtrace stat: --live needs the alloc__sample and sample__fates probes of a patched JVM; "
+                   "%s has %s\n", printable(bpf.target().binary.shown()).c_str(),
+                   stock && !bpf.target().has_probes ? "no jvmtrace probes (a stock JVM)"
+                   : stock ? "them, but --mode stock was asked"
+                           : "not (patched before them: rebuild it with scripts/build-patched-jdk.sh)");
+      return 1;
+    }
+  }
   const TargetFile& libjvm = bpf.target().binary;
   set_libbpf_verbose(o.verbose);
   StatMaps maps{};
@@ -591,6 +745,13 @@ int stat_pid(const Options& o, Launch* launch) {
   } else {
     skel.reset(jvmtrace_stat__open());
     if (skel) select_probe_set(skel->obj, probe_set);
+    if (skel) {
+      bpf_program__set_autoload(skel->progs.alloc__sample, o.live);
+      bpf_program__set_autoload(skel->progs.sample__fates, o.live);
+      skel->rodata->live_enabled = o.live;
+      const uint64_t table = o.live_samples > 0 ? o.live_samples : kVmLiveSamplesDefault;
+      bpf_map__set_max_entries(skel->maps.live_samples, o.live ? static_cast<uint32_t>(table * kLiveMapPerTableEntry) : 1);
+    }
     if (skel && !o.slow_path && probe_set == ProbeSet::kSeparate) {
       bpf_program__set_autoload(skel->progs.alloc__slow__enter, false);
       bpf_program__set_autoload(skel->progs.alloc__slow__exit, false);
@@ -598,14 +759,29 @@ int stat_pid(const Options& o, Launch* launch) {
     if (skel && (loaded = jvmtrace_stat__load(skel.get())) == 0) {
       maps = StatMaps::of(skel.get());
       maps.safepoint_ops = skel->maps.safepoint_ops;
+      if (o.live) {
+        maps.live_counters = skel->maps.live_counters;
+        maps.live_snapshot = &skel->bss->live_snapshot;
+      }
       obj = skel->obj;
     }
   }
   if (!bpf.loaded(loaded, obj)) return 1;
   // Batched records count from here (those left in the VM from an earlier
   // tracer ended before).
+  // --live-samples: set before the probes go in (a JVM held at start-up
+  // answers only once let go: then as soon as it does, as record does).
+  std::vector<VmFlags::Flag> wanted;
+  if (o.live && o.live_samples > 0) wanted.push_back({"JvmtraceLiveSamples", o.live_samples, kVmLiveSamplesDefault});
+  VmFlags flags("jvmtrace stat", bpf.target().proc, std::move(wanted));
+  if (!launch)
+    while (flags.pending() && flags.step(true)) {
+    }
   if (skel) skel->bss->window_start_ns = clock_ns(CLOCK_MONOTONIC);
-  if (!bpf.attach()) return 1;
+  if (!bpf.attach()) {
+    flags.restore();
+    return 1;
+  }
   const bool slow_path = o.slow_path || probe_set != ProbeSet::kSeparate;
   std::fprintf(stderr, "Attached %zu %s (%s) to PID %d (%s)%s. %s\n", bpf.links(), stock ? "uprobes" : "probes",
                bpf.probe_set_text(), o.pid, printable(libjvm.shown()).c_str(),
@@ -622,6 +798,8 @@ int stat_pid(const Options& o, Launch* launch) {
   RingBuffer names(ring_buffer__new(bpf_map__fd(maps.new_keys), &StatSession::on_new_key, &session, nullptr));
   if (!names) {
     std::fprintf(stderr, "jvmtrace stat: ring buffer: %s\n", std::strerror(errno));
+    bpf.detach();
+    flags.restore();
     return 1;
   }
   // Let go only now: the new-key notices of the first threads and classes
@@ -646,6 +824,10 @@ int stat_pid(const Options& o, Launch* launch) {
       break;
     }
     if (launch) launch->tick();  // JVMs the program starts later are held too: let them go
+    if (flags.pending()) {
+      flags.step(false);
+      if (flags.pending() && flags.expired()) flags.give_up();
+    }
     if (o.interval > 0 && now >= next) {
       session.report(elapsed);
       next += std::chrono::duration<double>(o.interval);
@@ -671,6 +853,14 @@ int stat_pid(const Options& o, Launch* launch) {
   session.report(std::chrono::duration<double>(stopped_at - start).count());
   if (target_gone && !o.json) std::fprintf(stderr, "jvmtrace stat: PID %d exited\n", o.pid);
   if (!drain_problem.empty()) std::fprintf(stderr, "jvmtrace stat: %s\n", drain_problem.c_str());
+  if (session.live_map_full())
+    std::fprintf(stderr, "jvmtrace stat: %llu tracked samples found the kernel's map full (%u entries) and are left "
+                 "out of the estimate: is the JVM's JvmtraceLiveSamples above %ld? Give it as --live-samples\n",
+                 (unsigned long long)session.live_map_full(), bpf_map__max_entries(skel->maps.live_samples),
+                 o.live_samples > 0 ? o.live_samples : kVmLiveSamplesDefault);
+  bpf.detach();
+  if (flags.pending()) flags.give_up();
+  flags.restore();
   return 0;
 }
 
@@ -687,6 +877,8 @@ int stat_command(int argc, char** argv) {
       {"prometheus-full", no_argument, nullptr, 'F'},
       {"launch-timeout", required_argument, nullptr, 'L'},
       {"probe-set", required_argument, nullptr, 'S'},
+      {"live", no_argument, nullptr, 'l'},
+      {"live-samples", required_argument, nullptr, 'N'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   int c;
@@ -739,6 +931,15 @@ int stat_command(int argc, char** argv) {
           return 2;
         }
         o.launch_timeout_set = true;
+        break;
+      case 'l': o.live = true; break;
+      case 'N':
+        // (record --live-samples' range: what the VM's flag takes)
+        if (!parse_long(optarg, 64, 1 << 20, &o.live_samples)) {
+          std::fprintf(stderr, "jvmtrace stat: --live-samples takes a number from 64 to 1048576, not '%s'\n", optarg);
+          return 2;
+        }
+        o.live = true;
         break;
       case 'v': o.verbose = true; break;
       case 'h': usage(stdout); return 0;

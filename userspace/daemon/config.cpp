@@ -32,6 +32,7 @@ bool apply_option(Config* c, const std::string& name, const std::string& v, std:
   else if (name == "metrics-port") { if (!parse_long(val, 0, 65535, &c->metrics_port)) return bad("takes 0..65535"); }
   else if (name == "auto-stat") return boolean(&c->auto_stat);
   else if (name == "metrics-full") return boolean(&c->metrics_full);
+  else if (name == "stat-live") return boolean(&c->stat_live);
   else if (name == "metrics-linger") {
     if (v == "0") c->metrics_linger = 0;
     else if (!parse_seconds(val, &c->metrics_linger) || c->metrics_linger > 3600) return bad("takes 0 to 3600 seconds");

@@ -21,8 +21,12 @@ struct Config {
   long keep = 0;           // record workers: newest segments kept
   long max_workers = 64;   // attachments (worker processes) at once; auto-stat's too
   std::string application;  // the application label of JVMs without -Djvmtrace.app ("": their main class)
-  bool metrics_full = false;
-  double metrics_linger = 30;  // seconds an exited JVM's last figures stay served (0: none)  // stat workers serve every counter and histogram (--prometheus-full)
+  bool metrics_full = false;   // stat workers serve every counter and histogram (--prometheus-full)
+  double metrics_linger = 30;  // seconds an exited JVM's last figures stay served (0: none)
+  // stat workers of patched JVMs also estimate the live heap (stat --live):
+  // off by default, it makes the VM sample and walk a stack at its
+  // JvmtraceSampleRate (docs/decisions.md, 160)
+  bool stat_live = false;
   std::string jvmtrace;  // the worker binary
   bool verbose = false;
 };

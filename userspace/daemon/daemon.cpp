@@ -52,6 +52,7 @@ void Daemon::reload() {
   c_.verbose = n.verbose;
   c_.application = n.application;
   c_.metrics_full = n.metrics_full;
+  c_.stat_live = n.stat_live;  // (stat workers attached from now on)
   c_.metrics_linger = n.metrics_linger;
   log_line("info", "reloaded: auto-stat %s, stat-interval %g s, segment-mb %s, keep %ld", c_.auto_stat ? "on" : "off",
            c_.stat_interval, c_.segment_mb.empty() ? "-" : c_.segment_mb.c_str(), c_.keep);
@@ -371,6 +372,9 @@ std::string Daemon::attach(uint64_t client, pid_t pid, const std::string& what, 
     char iv[32];
     std::snprintf(iv, sizeof iv, "%g", c_.stat_interval);
     args = {"stat", "-p", std::to_string(pid), c_.metrics_full ? "--prometheus-full" : "--prometheus", "-i", iv};
+    // The live heap's gauge: only a patched JVM has the probes (a stock
+    // one keeps its other metrics; stat --live would refuse it).
+    if (c_.stat_live && j->second.patched) args.push_back("--live");
     // The JVM's identity, fixed for its life: the target's text, escaped
     // for the exposition format (the scanner made it printable()).
     const JvmProcess& jp = j->second;

@@ -27,7 +27,7 @@ void usage(FILE* out) {
                "                 [--metrics-address ADDR] [--auto-stat] [--stat-interval SEC]\n"
                "                 [--segment-mb N] [--segment-seconds S] [--keep N] [--max-disk-mb N]\n"
                "                 [--max-workers N] [--application NAME] [--metrics-full] [--metrics-linger SEC]\n"
-               "                 [--config FILE] [-v]\n"
+               "                 [--stat-live] [--config FILE] [-v]\n"
                "The jvmtrace collector daemon (run as root): finds JVMs, attaches stat or record on\n"
                "request, serves Prometheus metrics, detaches everything on SIGTERM or Ctrl-C.\n"
                "  --socket PATH         control socket (default /run/jvmtraced/jvmtraced.sock, mode 0600;\n"
@@ -54,6 +54,11 @@ void usage(FILE* out) {
                "                        default: 28 to 67, GC pauses by kind in 11 buckets)\n"
                "  --metrics-linger SEC  an exited JVM's last figures stay served SEC seconds, so a\n"
                "                        scrape gets them (default 30; 0: gone at once)\n"
+               "  --stat-live           stat workers of patched JVMs also estimate the live heap (stat\n"
+               "                        --live): one gauge per JVM, jvmtrace_live_heap_estimated_bytes,\n"
+               "                        and 3 series more; it makes each such VM sample allocations with\n"
+               "                        a stack walk (JvmtraceSampleRate, 250/s) and track them by weak\n"
+               "                        handles (default: off)\n"
                "  --jvmtrace PATH       the jvmtrace binary (default: next to jvmtraced)\n"
                "  -v, --verbose         log every scan and worker line\n"
                "  --version             print the version and exit\n"
@@ -80,6 +85,7 @@ int main(int argc, char** argv) {
       {"max-workers", required_argument, nullptr, 1},     {"application", required_argument, nullptr, 1},
       {"metrics-full", no_argument, nullptr, 1},         {"metrics-linger", required_argument, nullptr, 1},
       {"verbose", no_argument, nullptr, 1},               {"config", required_argument, nullptr, 1},
+      {"stat-live", no_argument, nullptr, 1},
       {"help", no_argument, nullptr, 'h'},                {"version", no_argument, nullptr, 'V'},
       {nullptr, 0, nullptr, 0}};
   ConfigSource source;
