@@ -119,3 +119,15 @@ def test_whole_picture_names_where_saxon_allocates():
     assert "_[i];" in folded, "no inlined frame in any of Saxon's stacks"
     check = section(r.stdout, "jvmtrace report --check " + str(REPO / "build/saxon.jvmtrace"))
     assert "OK: no violations" in check, check
+    # What stays alive: Leaky recorded with --live, its leak first among the
+    # growing sites (the same check as tests/test_live.py's, here as a
+    # newcomer sees it).
+    live = section(r.stdout, "jvmtrace report --live " + str(REPO / "build/leaky.jvmtrace"))
+    assert leak_first(live), r.stdout[-4000:]
+
+
+def leak_first(lines):
+    """report --live's text: the first growing site is Leaky.register."""
+    at = [i for i, l in enumerate(lines) if l.startswith("Growing sites")]
+    rows = [l for l in lines[at[0]:] if re.match(r"\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+\d+/\d+\s+\S", l)] if at else []
+    return bool(rows) and rows[0].split()[-1].startswith("Leaky.register:")
