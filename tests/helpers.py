@@ -458,3 +458,59 @@ def parse_safepoints(text):
                     "reaching_ns": num(4), "cleanup_ns": num(5), "at_safepoint_ns": num(6), "leaving_ns": num(7),
                     "total_ns": num(8), "running": num(9), "threads": num(10)})
     return out
+
+
+class SchedTrace:
+    """Every time a "VM Thread" (any JVM's) leaves or takes a CPU, from a
+    system-wide bpftrace on sched:sched_switch (its nsecs: the clock of the
+    trace's events), for telling a pause stretched by the scheduler from one
+    stretched by the VM.  A context manager around a recording:
+
+        with SchedTrace() as sched:
+            ...record...
+        sched.off_cpu_ms(tid, from_ns, to_ns)  # the VM thread's time off its CPU there
+    """
+    SCRIPT = ('BEGIN { printf("READY\\n"); } '
+              'tracepoint:sched:sched_switch /args->prev_comm == "VM Thread"/ '
+              '{ printf("off %d %llu %d\\n", args->prev_pid, nsecs, args->prev_state); } '
+              'tracepoint:sched:sched_switch /args->next_comm == "VM Thread"/ '
+              '{ printf("on %d %llu\\n", args->next_pid, nsecs); }')
+
+    def __enter__(self):
+        self._bt = subprocess.Popen(["bpftrace", "-e", self.SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True)
+        self._out = LineReader(self._bt.stdout)
+        self._out.wait_for(lambda l: l == "READY", 60, "bpftrace on sched_switch to attach")
+        return self
+
+    def __exit__(self, *exc):
+        self._bt.send_signal(signal.SIGINT)
+        try:
+            self._bt.wait(60)
+        except subprocess.TimeoutExpired:
+            self._bt.kill()
+        # (tid -> [(off_ns, on_ns or None, state)]): intervals off the CPU
+        self.intervals = {}
+        for line in self._out.drain():
+            f = line.split()
+            if len(f) >= 3 and f[0] == "off":
+                self.intervals.setdefault(int(f[1]), []).append([int(f[2]), None, int(f[3])])
+            elif len(f) == 3 and f[0] == "on":
+                iv = self.intervals.get(int(f[1]))
+                if iv and iv[-1][1] is None:
+                    iv[-1][1] = int(f[2])
+        return False
+
+    def off_cpu(self, tid, from_ns, to_ns):
+        """(ms off the CPU within [from_ns, to_ns], of which preempted while
+        runnable (prev_state 0), the intervals) for thread tid."""
+        total = preempted = 0
+        seen = []
+        for off, on, state in self.intervals.get(tid, []):
+            on = on if on is not None else to_ns
+            overlap = min(on, to_ns) - max(off, from_ns)
+            if overlap > 0:
+                total += overlap
+                preempted += overlap if state == 0 else 0
+                seen.append((round((off - from_ns) / 1e6, 3), round((on - off) / 1e6, 3), state))
+        return total / 1e6, preempted / 1e6, seen

@@ -24,6 +24,7 @@ import pytest
 
 from conftest import BUILD_DIR, JDK_LINES, debian_jdk17, jdk_homes
 from corpus import PROGRAMS, record_held
+from helpers import SchedTrace
 from test_record import dump_json
 from test_stop_the_world import COLLECTORS, check_against_log, check_report
 
@@ -49,8 +50,9 @@ def test_every_pause_and_safepoint_of_a_real_program_is_traced(program, line, gc
     work = tmp_path / "run"
     shutil.copytree(corpus_inputs(program), work, copy_function=os.link)
     home = jdk_homes(line)["patched"]
-    rec_err = record_held(program, home, line, [f"-Xlog:gc*,safepoint:file={work}/gc.log", *COLLECTORS[gc],
-                                                *heap_flags(program)], work, JVMTRACE)
+    with SchedTrace() as sched:
+        rec_err = record_held(program, home, line, [f"-Xlog:gc*,safepoint:file={work}/gc.log", *COLLECTORS[gc],
+                                                    *heap_flags(program)], work, JVMTRACE)
     assert "target exited" in rec_err, rec_err
     program.check(work, str(debian_jdk17()))
 
@@ -60,7 +62,7 @@ def test_every_pause_and_safepoint_of_a_real_program_is_traced(program, line, gc
     assert not [x for x in recs if x["type"] == "lost"]
     events = [x for x in recs if x["type"] == "event"]
     log = (work / "gc.log").read_text()
-    logged, safepoints = check_against_log(events, log, gc)
+    logged, safepoints = check_against_log(events, log, gc, sched)
     assert logged, f"{program.name} under {gc}: no pause in the run: the test lost its point"
 
     ops = check_report(trace, logged, safepoints)

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BUILD_DIR, JDK_LINES, jdk_homes
-from helpers import ABI, LineReader, parse_all_pauses, parse_safepoints, pause_title, wait_until
+from helpers import ABI, LineReader, SchedTrace, parse_all_pauses, parse_safepoints, pause_title, wait_until
 from test_pauses import held_record
 from test_record import dump_json
 
@@ -70,11 +70,19 @@ def expected_kind(gc, title, tag):
     raise AssertionError(f"{gc}: not a pause title: {title}")
 
 
-def check_against_log(events, log, gc):
+# Pause bounds (check_against_log): ms a pause may read beyond its log line.
+STW_SHORT_MS = 0.010  # Serial, Parallel, G1, Shenandoah: shorter, never (the line's 1 us rounding)
+STW_SLACK_MS = 0.5    # ... longer: the line's writing and the PLAB flush (0.010-0.22 ms measured)
+ZGC_SLACK_MS = 0.1    # ZGC, either way (0.064 ms measured)
+
+
+def check_against_log(events, log, gc, sched=None):
     """Every pause line of the log is one pause pair of the trace (id, title,
     kind, a duration that brackets the log's), every safepoint line one
     safepoint__end with the same figures, in the same order; every pause lies
-    inside a safepoint.  Returns (pauses, safepoints) of the log."""
+    inside a safepoint; with sched (helpers.SchedTrace), a pause beyond its
+    bounds is accepted only when its VM thread was off its CPU for the
+    excess.  Returns (pauses, safepoints) of the log."""
     logged = parse_all_pauses(log)
     safepoints = parse_safepoints(log)
     assert safepoints, "no -Xlog:safepoint line: the run is no test"
@@ -101,37 +109,81 @@ def check_against_log(events, log, gc):
              (e["ts_ns"] - s["ts_ns"]) / 1e6, sp) for s, e, sp in pairs]
     if len(ours) != len(logged):
         problems.append(f"{len(logged)} pause lines, {len(ours)} traced pauses")
-    # The probes bracket the log's own measurement: each fires just after
-    # the VM's stamp, so a pause reads no shorter than its line but for the
-    # 1 us rounding and the VM thread preempted between the start stamp and
-    # its probe (0.11 ms seen beside two builds: 1 ms allowed), and longer by
-    # at most the time to write the log line (10% + 2 ms).  The VM thread can
-    # also lose its CPU between the end stamp and the end probe (a 41 us
-    # Shenandoah pause read 2.4 ms in CI, with the program's own threads and
-    # the tracers on 2 cores; a 0.33 ms fastdebug pause read 22.8 ms in CI,
-    # inside a safepoint the log itself timed at 23.8 ms): one pause in
-    # twenty (at least one) may lie beyond the tight bracket, but not beyond
-    # the time the log says the VM spent at its safepoint (+ 1 ms); or short
-    # of it, when the VM thread lost its CPU between the log's start stamp
-    # and the start probe (a 1.548 ms ZGC Pause Mark End read 0.146 ms in
-    # CI, on 21).  A probe in the wrong place moves every pause, not one in
-    # twenty.
-    outside = []
+    # Where the probes sit decides the bounds (issue 36; each collector's
+    # figures measured on PauseMix, 17, product and fastdebug, about 900
+    # pauses: docs/testing.md).  Serial, Parallel, G1 and Shenandoah: the start
+    # probe fires before the log's start stamp (the GCTraceTime constructor,
+    # ShenandoahPausePhase's member before its tracer) and the end probe after
+    # its end line (the destructor, after the PLAB flush), so a pause never
+    # reads shorter than its line but for the line's rounding to 1 us: -10 us,
+    # every pause, no exception.  Above: the log line's writing and the PLAB
+    # flush, measured at 0.010-0.22 ms; 0.5 ms allowed.  ZGC: each probe fires
+    # right after its stamp, read within 0.064 ms of the line; 0.1 ms allowed
+    # either way.  A pause beyond these is accepted when the scheduler trace
+    # shows its VM thread off its CPU for the excess where the probes and the
+    # log disagree; one in twenty that it does not explain is shown, and
+    # allowed up to the old bracket (below).
+    zgc = gc.startswith("ZGC")
+    slack = ZGC_SLACK_MS if zgc else STW_SLACK_MS
+    unexplained = []
     for i, (mine, line) in enumerate(zip(ours, logged)):
         gc_id, name, cause, kind, ms, sp = mine
+        s_ev, e_ev = pairs[i][0], pairs[i][1]
         title_ok = line["title"] in (name, pause_title(name, cause))
         kind_ok = kind == expected_kind(gc, line["title"], line["tag"])
-        tight = line["ms"] - 1.0 <= ms <= line["ms"] * 1.1 + 2.0
-        at_safepoint_ms = safepoints[sp]["at_safepoint_ns"] / 1e6 if sp < len(safepoints) else 0.0
-        loose = 0.0 < ms <= max(line["ms"] * 1.1 + 2.0, at_safepoint_ms + 1.0)
+        delta = ms - line["ms"]
         what = (f"#{i}: log GC({line['gc_id']}) {line['tag'] or ''} {line['title']!r} {line['ms']} ms; "
                 f"traced GC({gc_id}) {name!r} ({cause!r}) kind {kind} {ms:.3f} ms")
-        if not (gc_id == line["gc_id"] and title_ok and kind_ok and loose):
+        if not (gc_id == line["gc_id"] and title_ok and kind_ok):
             problems.append(what)
-        elif not tight:
-            outside.append(what)
-    if len(outside) > max(1, len(logged) // 20):
-        problems.extend(f"{w} (one of {len(outside)} beyond 10% + 2 ms)" for w in outside)
+            continue
+        if not zgc and delta < -STW_SHORT_MS:
+            problems.append(f"{what}: shorter than its line, which the probes' places rule out")
+            continue
+        if -slack <= delta <= slack:
+            continue
+        # Where the excess lies: after the line (and between the start probe
+        # and the line's start stamp) when longer; before the start probe
+        # (ZGC's start stamp comes first) when shorter.
+        excess = abs(delta) - slack
+        t0, t1 = s_ev["ts_ns"], e_ev["ts_ns"]
+        if delta > 0:
+            a, b = t0 + int(delta * 1e6), t0 + int(line["ms"] * 1e6)
+            windows = [(t0, a), (b, t1)] if a < b else [(t0, t1)]
+        else:
+            windows = [(t0 - int((abs(delta) + slack) * 1e6), t0)]
+        if sched is None:
+            problems.append(f"{what}: {delta:+.3f} ms beyond the {slack} ms the probes allow (no scheduler trace)")
+            continue
+        off = [sched.off_cpu(s_ev["tid"], a, b) for a, b in windows]
+        off_ms = sum(o[0] for o in off)
+        if off_ms < excess:
+            # Not the scheduler.  Seen: a Serial Pause Full on 21 (+0.98 ms,
+            # 0.07 ms off its CPU), Shenandoah's Init Mark (unload classes) on
+            # 25 (+1.0 and +1.9 ms, on its CPU throughout): leads to a defect
+            # between the probes and the log, not found yet (docs/notes.md,
+            # session 22).  One in twenty (at least one) is allowed and shown,
+            # within the time the log says the VM spent at its safepoint
+            # (+ 1 ms); more is a defect.
+            at_safepoint_ms = safepoints[sp]["at_safepoint_ns"] / 1e6 if sp < len(safepoints) else 0.0
+            note = (f"{what}: {delta:+.3f} ms beyond the {slack} ms the probes allow, and its VM thread was off "
+                    f"its CPU for only {off_ms:.3f} ms there (intervals: ms from the window's start, length, "
+                    f"prev_state: {[o[2] for o in off]})")
+            print(f"{gc}: UNEXPLAINED {note}")
+            if not 0.0 < ms <= max(line["ms"] * 1.1 + 2.0, at_safepoint_ms + 1.0):
+                problems.append(note)
+            else:
+                unexplained.append(note)
+        else:
+            print(f"{gc}: {what}: {delta:+.3f} ms, the VM thread off its CPU {off_ms:.3f} ms there "
+                  f"(preempted {sum(o[1] for o in off):.3f})")
+    if len(unexplained) > max(1, len(logged) // 20):
+        problems.extend(f"{u} (one of {len(unexplained)} the scheduler does not explain)" for u in unexplained)
+    deltas = sorted(m[4] - l["ms"] for m, l in zip(ours, logged))
+    if deltas:
+        q = lambda f: deltas[min(len(deltas) - 1, int(f * len(deltas)))]
+        print(f"{gc}: {len(deltas)} pauses, traced - logged (ms): min {deltas[0]:.4f} p50 {q(0.5):.4f} "
+              f"p90 {q(0.9):.4f} p99 {q(0.99):.4f} max {deltas[-1]:.4f}")
     # Safepoints: the same lines, the same figures.
     if len(sp_ends) != len(safepoints):
         problems.append(f"{len(safepoints)} safepoint lines, {len(sp_ends)} traced safepoints")
@@ -173,8 +225,9 @@ def check_report(trace, logged, safepoints):
 @pytest.mark.parametrize("line,gc", CASES, ids=[f"jdk{l}-{g}" for l, g in CASES])
 def test_every_pause_and_safepoint_of_the_log_is_traced(java_classes, tmp_path, line, gc):
     trace = tmp_path / "stw.jvmtrace"
-    out, rec_err, log = held_record(jdk_homes(line)["patched"], java_classes, tmp_path, COLLECTORS[gc], [2, 40],
-                                    trace, "gc*,safepoint")
+    with SchedTrace() as sched:
+        out, rec_err, log = held_record(jdk_homes(line)["patched"], java_classes, tmp_path, COLLECTORS[gc], [2, 40],
+                                        trace, "gc*,safepoint")
     assert "checksum " in out
     r, recs = dump_json(trace)
     assert r.returncode == 0, r.stderr
@@ -182,7 +235,7 @@ def test_every_pause_and_safepoint_of_the_log_is_traced(java_classes, tmp_path, 
     meta = next(x for x in recs if x["type"] == "meta")
     assert meta["safepoint_probes"] == "1", meta
     events = [x for x in recs if x["type"] == "event"]
-    logged, safepoints = check_against_log(events, log, gc)
+    logged, safepoints = check_against_log(events, log, gc, sched)
     assert logged, f"{gc}: no pause in the run: the test lost its point"
     if gc.startswith("ZGC"):
         assert {p["title"].split(" (")[0] for p in logged} >= {"Pause Mark Start", "Pause Mark End",
