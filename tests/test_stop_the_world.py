@@ -72,7 +72,7 @@ def expected_kind(gc, title, tag):
 
 # Pause bounds (check_against_log): ms a pause may read beyond its log line.
 STW_SHORT_MS = 0.010  # Serial, Parallel, G1, Shenandoah: shorter, never (the line's 1 us rounding)
-STW_SLACK_MS = 0.5    # ... longer: the line's writing and the PLAB flush (0.010-0.22 ms measured)
+STW_SLACK_MS = 1.0    # ... longer: the line's writing and the PLAB flush (0.010-0.50 ms measured, fastdebug 25 the most)
 ZGC_SLACK_MS = 0.1    # ZGC, either way (0.064 ms measured)
 
 
@@ -117,7 +117,7 @@ def check_against_log(events, log, gc, sched=None):
     # its end line (the destructor, after the PLAB flush), so a pause never
     # reads shorter than its line but for the line's rounding to 1 us: -10 us,
     # every pause, no exception.  Above: the log line's writing and the PLAB
-    # flush, measured at 0.010-0.22 ms; 0.5 ms allowed.  ZGC: each probe fires
+    # flush, measured at 0.010-0.50 ms; 1 ms allowed.  ZGC: each probe fires
     # right after its stamp, read within 0.064 ms of the line; 0.1 ms allowed
     # either way.  A pause beyond these is accepted when the scheduler trace
     # shows its VM thread off its CPU for the excess where the probes and the
