@@ -24,9 +24,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
+
+from follow import Follow
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / "scripts/build-patched-jdk.sh"
@@ -64,20 +65,11 @@ def one_run(jvmtrace, java, classes, gc, work, args):
         raise RuntimeError(f"AllocBench did not start: {line!r}")
     rec = subprocess.Popen([str(jvmtrace), "record", "--stacks", "-v", "-p", str(jvm.pid), "-o", str(trace)],
                            stderr=subprocess.PIPE, text=True)
-    lines = []
-    attached = threading.Event()
-
-    def read():
-        for l in rec.stderr:
-            lines.append(l.rstrip("\n"))
-            if l.startswith("Recording PID"):
-                attached.set()
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    if not attached.wait(60):
+    rec_out = Follow(rec.stderr, lambda l: l.startswith("Recording PID"))
+    if not rec_out.wait(60):
         rec.kill()
         jvm.kill()
-        raise RuntimeError("record did not attach: " + "\n".join(lines[-5:]))
+        raise RuntimeError("record did not attach: " + "\n".join(rec_out.lines[-5:]))
     last = {}
     jvm.stdin.write("go\n")
     jvm.stdin.flush()
@@ -93,8 +85,8 @@ def one_run(jvmtrace, java, classes, gc, work, args):
             last = now
         time.sleep(0.05)
     rec.wait(120)
-    reader.join(10)
-    out = "\n".join(lines)
+    rec_out.join(10)
+    out = rec_out.text()
     samples = re.search(r"(\d+) allocation samples with", out)
     quiet = re.search(r"(\d+) of the samples were of a stack already named", out)
     return {"programs": last, "samples": int(samples.group(1)) if samples else 0,

@@ -48,10 +48,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from pathlib import Path
+
+from follow import Follow
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / "scripts/build-patched-jdk.sh"
@@ -194,43 +195,26 @@ def one_run(mode, jvmtrace, java, classes, work, a):
     if not line.startswith("ready "):
         jvm.kill()
         raise RuntimeError(f"ServerBench did not start: {line!r}")
-    rec, lines = None, []
+    rec, rec_out = None, None
     loaded = prog_stats()[1]  # anyone else's (another recorder, a test), left out below
     if MODES[mode] is not None:
         rec = subprocess.Popen([str(jvmtrace), "record", *MODES[mode], "-v", "-p", str(jvm.pid), "-o", str(trace)],
                                stderr=subprocess.PIPE, text=True)
-        attached = threading.Event()
-
-        def read():
-            for l in rec.stderr:
-                lines.append(l.rstrip("\n"))
-                if l.startswith("Recording PID"):
-                    attached.set()
-        reader = threading.Thread(target=read, daemon=True)
-        reader.start()
-        if not attached.wait(120):
+        rec_out = Follow(rec.stderr, lambda l: l.startswith("Recording PID"))
+        if not rec_out.wait(120):
             rec.kill()
             jvm.kill()
-            raise RuntimeError(f"record did not attach ({mode}): " + "\n".join(lines[-5:]))
+            raise RuntimeError(f"record did not attach ({mode}): " + "\n".join(rec_out.lines[-5:]))
     ids = prog_stats()[1] - loaded if rec is not None else set()  # the recorder's programs, before bpftrace's
     bt = None
     if mode == "walk":
         script = work / "walk.bt"
         script.write_text(WALK_BT.format(lib=libjvm_of(jvm.pid), pid=jvm.pid))
         bt = subprocess.Popen(["bpftrace", str(script)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        bt_out = []
-        bt_ready = threading.Event()
-
-        def read_bt():
-            for l in bt.stdout:
-                bt_out.append(l)
-                if l.startswith("Attaching"):
-                    bt_ready.set()
-        bt_reader = threading.Thread(target=read_bt, daemon=True)
-        bt_reader.start()
-        if not bt_ready.wait(60):
+        bt_out = Follow(bt.stdout, lambda l: l.startswith("Attaching"))
+        if not bt_out.wait(60):
             bt.kill()
-            raise RuntimeError("bpftrace did not attach: " + "".join(bt_out[-5:]))
+            raise RuntimeError("bpftrace did not attach: " + "\n".join(bt_out.lines[-5:]))
         time.sleep(1)  # "Attaching" comes before the probes are in
     last = {}
     t0 = time.monotonic()
@@ -251,19 +235,19 @@ def one_run(mode, jvmtrace, java, classes, work, a):
     out = jvm.stdout.read()
     if rec is not None:
         rec.wait(300)
-        reader.join(10)
+        rec_out.join(10)
     walk = None
     if bt is not None:
         bt.send_signal(2)  # SIGINT: bpftrace prints its maps and ends
         bt.wait(60)
-        bt_reader.join(10)
-        walk = walk_figures("".join(bt_out))
+        bt_out.join(10)
+        walk = walk_figures(bt_out.text() + "\n")
     if jvm.returncode != 0:
         raise RuntimeError(f"ServerBench exited {jvm.returncode} ({mode}): {out[-1000:]}")
     m = re.search(r"allocated (\d+) in (\d+) ms", out)
     r = {"mode": mode, "user": usage.ru_utime, "sys": usage.ru_stime, "cpu": usage.ru_utime + usage.ru_stime,
          "wall": wall, "alloc_rate": int(m.group(1)) / (int(m.group(2)) / 1e3) if m else float("nan"),
-         "programs": last, "rec": "\n".join(lines), "walk": walk}
+         "programs": last, "rec": rec_out.text() if rec_out else "", "walk": walk}
     s = re.search(r"(\d+) allocation samples with", r["rec"])
     r["rec_samples"] = int(s.group(1)) if s else None
     if rec is not None:
