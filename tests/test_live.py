@@ -13,7 +13,7 @@ import pytest
 
 from conftest import BUILD_DIR
 import perfetto_trace
-from helpers import LineReader, reap, start_held_and_attach
+from helpers import LineReader, reap, start_held_and_attach, wait_until
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
 ROUNDS = 300_000  # Lifetimes' rounds: ~1-3 s of work, a few dozen collections in a 256 MiB heap
@@ -217,3 +217,127 @@ def test_a_leak_ranks_first_among_growing_sites(jdks, java_classes, tmp_path, gc
         assert r.returncode == 0, r.stderr
         html = page.read_text()
         assert 'id="plot-live-heap"' in html and "Leaky.register:" in html.split('id="growing-sites"')[1][:2000]
+
+
+# The class-histogram check runs where the VM's sampler can see a program
+# like Catalog at its default rate: under Parallel and Serial one thread's
+# TLABs are megabytes, so its 200 MB take 70-80 slow paths in all, too few
+# candidates for the small classes (docs/notes.md, session 22).
+HISTOGRAM_COLLECTORS = ["G1", "ZGC", "Shenandoah"]
+
+
+def class_histogram(home, pid):
+    """jcmd GC.class_histogram -all (no collection of its own: ZGC and
+    Shenandoah would not run one from it): {class: bytes}, total bytes."""
+    h = subprocess.run([str(Path(home) / "bin/jcmd"), str(pid), "GC.class_histogram", "-all"], capture_output=True,
+                       text=True, timeout=300)
+    assert h.returncode == 0, h.stdout[-2000:] + h.stderr[-2000:]
+    by_class, total = {}, None
+    for line in h.stdout.splitlines():
+        m = re.match(r"\s*\d+:\s+\d+\s+(\d+)\s+(\S+)", line)
+        if m:
+            by_class[m.group(2)] = int(m.group(1))
+        m = re.match(r"Total\s+\d+\s+(\d+)", line)
+        if m:
+            total = int(m.group(1))
+    assert by_class and total, h.stdout[-2000:]
+    return by_class, total
+
+
+def fates_after_gc_run(trace):
+    """True once the recording (as written so far: blocks go out within a
+    second) holds jcmd GC.run's collection (cause "Diagnostic Command") and
+    a fates batch of it or later."""
+    r = subprocess.run([str(JVMTRACE), "dump", "--json", str(trace)], capture_output=True, text=True, timeout=300)
+    gc_id = None
+    for line in r.stdout.splitlines():
+        x = json.loads(line)
+        if x.get("probe") == "gc__start" and x["args"]["cause"] == "Diagnostic Command":
+            gc_id = x["args"]["gc_id"]
+        elif x.get("type") == "fates" and gc_id is not None and x["gc_id"] >= gc_id:
+            return True
+    return False
+
+
+def catalog_against_histogram(home, java_classes, tmp_path, mode):
+    """Catalog under record --live from its first allocation; after jcmd
+    GC.run's collection has reported, the JVM's class histogram; returns
+    (histogram by class, its total, report --live's JSON)."""
+    trace = tmp_path / "catalog.jvmtrace"
+    trace.unlink(missing_ok=True)
+    cmd = [str(home / "bin/java"), "-XX:+UnlockDiagnosticVMOptions", "-XX:+PauseAtStartup", "-Xmx768m", *mode,
+           "-cp", str(java_classes), "Catalog"]
+    jvm, rec, err = start_held_and_attach(cmd, tmp_path, lambda pid: [str(JVMTRACE), "record", "--live", "-p",
+                                                                       str(pid), "-o", str(trace)])
+    try:
+        out = LineReader(jvm.stdout)
+        out.wait_for(lambda l: l.startswith("ready "), 60, "Catalog to start")
+        jvm.stdin.write("go\n")
+        jvm.stdin.flush()
+        out.wait_for(lambda l: l.startswith("built "), 300, "Catalog to build")
+        r = subprocess.run([str(home / "bin/jcmd"), str(jvm.pid), "GC.run"], capture_output=True, text=True,
+                           timeout=300)
+        assert r.returncode == 0, r.stdout + r.stderr
+        wait_until(lambda: fates_after_gc_run(trace), 60, "the fates of GC.run's collection in the trace",
+                   interval=0.5)
+        hist, hist_total = class_histogram(home, jvm.pid)
+        rec.send_signal(signal.SIGINT)
+        assert rec.wait(60) == 0, "\n".join(err.drain())
+        jvm.stdin.write("\n")
+        jvm.stdin.close()
+        assert jvm.wait(60) == 0, jvm.stderr.read()[-2000:]
+    finally:
+        reap(jvm, rec)
+    r = subprocess.run([str(JVMTRACE), "report", "--live", "--json", "--top", "40", str(trace)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return hist, hist_total, json.loads(r.stdout)
+
+
+def test_live_heap_by_class_agrees_with_the_jvms_class_histogram(jdks, java_classes, tmp_path):
+    """tests/java/Catalog.java keeps about 100 MiB of ten classes and more
+    (items, strings, arrays, boxes, lists, map nodes) and makes as much
+    garbage, at the default sampling rate, under each collector of the line
+    in HISTOGRAM_COLLECTORS.  After a full collection (jcmd GC.run), report
+    --live's estimate by class against the JVM's own class histogram (jcmd
+    GC.class_histogram), for each run: the total within 10%, at least 8 of
+    the histogram's top 10 classes in jvmtrace's top 10, each of those 10
+    within three times its printed 90% half-width (about 5 standard errors);
+    and over the line's runs, at least 75% of those classes inside their 90%
+    intervals (decision 159: "9 of 10 in each run" would fail a quarter of
+    runs with exact intervals)."""
+    home = Path(jdks["patched"])
+    modes = [COLLECTORS[gc][0] for gc in HISTOGRAM_COLLECTORS]
+    if int(jdks["line"]) == 21:  # both ZGCs
+        modes = [m for m in modes if m != ["-XX:+UseZGC"]] + [["-XX:+UseZGC", "-XX:-ZGenerational"],
+                                                               ["-XX:+UseZGC", "-XX:+ZGenerational"]]
+    problems, pooled, inside_all = [], 0, 0
+    for mode in modes:
+        hist, hist_total, live = catalog_against_histogram(home, java_classes, tmp_path, mode)
+        est = {c["name"].replace("/", "."): c for c in live["classes"]}
+        top = sorted(hist, key=hist.get, reverse=True)[:10]
+        ours = [c["name"].replace("/", ".") for c in live["classes"]][:10]
+        rows, inside, wide = [], 0, []
+        for c in top:
+            v, ci = (est[c]["live_bytes"], est[c]["ci90_bytes"]) if c in est else (0, 0)
+            inside += abs(v - hist[c]) <= ci
+            if abs(v - hist[c]) > 3 * ci:
+                wide.append(c)
+            rows.append(f"{c} {hist[c] / 2**20:.2f} MiB, estimated {v / 2**20:.2f} +- {ci / 2**20:.2f}")
+        pooled += len(top)
+        inside_all += inside
+        info = (f"{mode}: histogram {hist_total / 2**20:.1f} MiB, estimated {live['live_bytes'] / 2**20:.1f} MiB "
+                f"({live['live_bytes'] / hist_total - 1:+.1%}) from {live['tracked']} samples (level "
+                f"{live['level']}); {sum(c in ours for c in top)} of its top 10 in ours, {inside} inside their 90% "
+                f"intervals:\n  " + "\n  ".join(rows))
+        print(info)
+        if abs(live["live_bytes"] - hist_total) > 0.10 * hist_total:
+            problems.append(f"total beyond 10%: {info}")
+        if sum(c in ours for c in top) < 8:
+            problems.append(f"fewer than 8 of the top 10: {info}")
+        if wide:
+            problems.append(f"{wide} beyond 3x their 90% half-width: {info}")
+    print(f"{inside_all} of {pooled} classes inside their 90% intervals")
+    if inside_all < 0.75 * pooled:
+        problems.append(f"only {inside_all} of {pooled} classes inside their 90% intervals")
+    assert not problems, "\n".join(problems)
