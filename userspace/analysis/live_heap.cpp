@@ -283,7 +283,9 @@ void LiveHeap::settle(const Sample& s, const Early& fate) {
   d.ages[std::min<uint64_t>(died >= s.born_gc ? died - s.born_gc : 0, 64)]++;
   auto mark = gc_alloc_.find(died);
   const uint64_t since = mark != gc_alloc_.end() && mark->second > s.born_alloc ? mark->second - s.born_alloc : 0;
-  d.age_bytes[since ? std::min(64, 64 - __builtin_clzll(since)) : 0]++;
+  const int bucket = since ? std::min(64, 64 - __builtin_clzll(since)) : 0;
+  d.age_bytes[bucket]++;
+  death_age_w_[bucket] += static_cast<double>(s.weight) * scale();
 }
 
 uint64_t LiveHeap::too_young() const {

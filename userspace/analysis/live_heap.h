@@ -84,6 +84,10 @@ class LiveHeap {
     uint32_t up = 0, steps = 0;    // old-to-old steps in which it grew, of steps
   };
   std::vector<Growth> growing(size_t top) const;
+  // The estimated bytes that died, by age at death in bytes allocated since
+  // their birth (log2 buckets: i holds [2^(i-1), 2^i); 0: none), all
+  // sites: the survival curve's data (a sample's weight x 2^level).
+  std::vector<double> deaths_by_age_bytes() const { return {death_age_w_, death_age_w_ + 65}; }
   // Points whose per-site values were not kept (past kMaxSeriesEntries): the
   // per-site history ends at series_end(); totals are kept for every point.
   size_t series_end() const { return series_cut_ ? series_cut_at_ : points_.size(); }
@@ -168,6 +172,7 @@ class LiveHeap {
   std::unordered_map<uint64_t, int> gc_kind_;
   std::unordered_map<uint64_t, uint64_t> gc_alloc_;
   uint64_t alloc_total_ = 0;
+  double death_age_w_[65] = {};
 };
 
 }  // namespace jvmtrace::analysis

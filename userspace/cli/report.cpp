@@ -470,7 +470,12 @@ int live_report(trace::TraceReader& reader, bool json, size_t top, const char* p
               {"lost", live.lost()}, {"dropped", live.dropped()}, {"too_young", live.too_young()},
               {"sites", rows(site_rows)}, {"classes", rows(class_rows)}, {"collections", collections},
               {"old_collections", live.old_points()}, {"growing", growing},
-              {"site_series", series}, {"site_series_points", live.series_end()}};
+              {"site_series", series}, {"site_series_points", live.series_end()},
+              {"deaths_by_age_bytes_log2", [&] {
+                 Json v = Json::array();
+                 for (double w : live.deaths_by_age_bytes()) v.push_back(std::llround(w));
+                 return v;
+               }()}};
     std::printf("%s\n", json_text(j).c_str());
   } else {
     std::printf("Live heap: %.1f MiB estimated from %llu tracked samples, as of the last collection that reported\n"
