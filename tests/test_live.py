@@ -394,3 +394,77 @@ def test_survival_at_the_default_rate_matches_every_slow_path(jdks, java_classes
             f"({nb} samples, every slow path); cumulative, default/every: {curves}")
     print(info)
     assert ks <= 0.1, info
+
+
+def can_reclaim_old(gc, start):
+    """Whether a collection (its gc__start args) can reclaim an old object:
+    a full collection; G1's marking cycle; every cycle of ZGC without
+    generations and of Shenandoah; generational ZGC's major cycles."""
+    if start["kind"] == 1:
+        return True
+    if gc in ("Parallel", "Serial"):
+        return False
+    if gc == "G1":
+        return start["kind"] == 2
+    if "Minor" in start["name"]:
+        return False
+    return start["kind"] == 2 or "Major" in start["name"]
+
+
+@pytest.mark.parametrize("gc", COLLECTORS)
+def test_an_old_objects_death_is_reported_by_the_first_collection_that_can_reclaim_it(jdks, java_classes,
+                                                                                      tmp_path, gc):
+    """tests/java/DropOld.java makes 32 MiB of keep() arrays old, drops them at
+    a moment its trace marks (a 7,777,777-byte array's slow path), churns
+    (young collections), and calls System.gc().  Every tracked keep() array
+    is reported dead by the first collection started after the drop that can
+    reclaim an old object (a full collection, G1's marking cycle, any cycle
+    of ZGC without generations or of Shenandoah, generational ZGC's major
+    cycle), never by a young one, never before (docs/probes.md, sample__fates)."""
+    flags, _ = COLLECTORS[gc]
+    java = Path(jdks["patched"]) / "bin/java"
+    modes = [flags]
+    if gc == "ZGC" and int(jdks["line"]) == 21:
+        modes = [flags + ["-XX:-ZGenerational"], flags + ["-XX:+ZGenerational"]]
+    for mode in modes:
+        trace = tmp_path / "drop.jvmtrace"
+        cmd = [str(java), "-XX:+UnlockDiagnosticVMOptions", "-XX:+PauseAtStartup", "-XX:JvmtraceSampleRate=0",
+               "-Xmx256m", *mode, "-cp", str(java_classes), "DropOld"]
+        record_live_run(cmd, tmp_path, trace, "DropOld", lambda l: l.startswith("done "))
+        r = subprocess.run([str(JVMTRACE), "dump", "--json", str(trace)], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        mark_ts, starts, ends, keep, died = None, [], {}, set(), {}
+        for line in r.stdout.splitlines():
+            x = json.loads(line)
+            p, a = x.get("probe"), x.get("args", {})
+            if p == "alloc__slow__exit" and mark_ts is None and a.get("alloc_bytes", 0) >= 7_777_777:
+                mark_ts = x["ts_ns"]
+            elif p == "gc__start":
+                starts.append((x["ts_ns"], a))
+            elif p == "gc__end":
+                ends[a["gc_id"]] = x["ts_ns"]
+            elif p == "alloc__sample" and a.get("sample_id"):
+                java_frames = [f for f in a["stack"] if f["kind"] != "vm"]
+                if java_frames and java_frames[0]["method"] == "DropOld.keep":
+                    keep.add(a["sample_id"])
+            elif x.get("type") == "fates":
+                for f in x["records"]:
+                    if f["kind"] == "died":
+                        died[f["sample_id"]] = f["gc_id"]
+        assert mark_ts is not None, "no slow path of the 7,777,777-byte mark in the trace"
+        first = next((a for ts, a in starts if ts > mark_ts and can_reclaim_old(gc, a)), None)
+        assert first is not None, [a for _, a in starts]
+        # A concurrent cycle already marking when the arrays were dropped may
+        # find them dead or not (ZGC marks what it reaches; G1's and
+        # Shenandoah's snapshot keeps them): that cycle, or the first after.
+        running = [a["gc_id"] for ts, a in starts
+                   if ts <= mark_ts and ends.get(a["gc_id"], float("inf")) > mark_ts and can_reclaim_old(gc, a)]
+        allowed = set(running[:1]) | {first["gc_id"]}
+        got = sorted({died.get(s) for s in keep})
+        names = {a["gc_id"]: f"{a['name']} ({a['cause']})" for _, a in starts}
+        info = (f"{mode}: {len(keep)} keep() samples; died at {[(g, names.get(g)) for g in got]}; the first "
+                f"collection after the drop that can reclaim them: GC({first['gc_id']}) {names[first['gc_id']]}"
+                + (f" (GC({running[0]}) was running at the drop)" if running else ""))
+        print(info)
+        assert len(keep) >= 100, info
+        assert len(got) == 1 and got[0] in allowed, info
