@@ -155,7 +155,10 @@ void LiveHeap::snapshot(const trace::Fates& f) {
   const uint64_t young = total_young_epoch_ == gc_seq_ ? total_young_w_ : 0;
   const double live = static_cast<double>(total_w_ - young) * scale();
   if (points_.empty() || points_.back().gc_id != f.gc_id) {
-    if (points_.size() >= kMaxPoints) return;  // (a million collections: the rest are not plotted)
+    if (points_.size() >= kMaxPoints) {  // (the rest are not plotted: said by report)
+      points_cut_ = true;
+      return;
+    }
     Point p;
     p.gc_id = f.gc_id;
     auto k = gc_kind_.find(f.gc_id);
@@ -197,32 +200,68 @@ size_t LiveHeap::old_points() const {
   return static_cast<size_t>(std::count_if(points_.begin(), points_.end(), old_point));
 }
 
-std::map<std::string, std::vector<double>> LiveHeap::named_series() const {
-  std::map<std::string, std::vector<double>> out;
-  const size_t n = series_end();
-  for (uint32_t i = 0; i < series_.size(); i++) {
-    if (series_[i].empty()) continue;
-    auto& v = out[name_of(true, site_stack_[i], 0)];
-    v.resize(n, 0.0);
-    size_t at = 0;
-    double value = 0;
-    for (const auto& [p, x] : series_[i]) {
-      for (; at < p && at < n; at++) v[at] += value;
-      value = x;
+// Sparse: a name's value changes only where one of its sites' does, so
+// this holds at most the sites' entries (kMaxSeriesEntries), whatever the
+// number of sites and collections; only the few series drawn are expanded.
+std::map<std::string, LiveHeap::Sparse> LiveHeap::named_series() const {
+  std::map<std::string, std::vector<uint32_t>> sites;
+  for (uint32_t i = 0; i < series_.size(); i++)
+    if (!series_[i].empty()) sites[name_of(true, site_stack_[i], 0)].push_back(i);
+  std::map<std::string, Sparse> out;
+  const uint32_t n = static_cast<uint32_t>(series_end());
+  for (const auto& [name, ids] : sites) {
+    Sparse& merged = out[name];
+    if (ids.size() == 1) {  // (the usual case: one site to a name)
+      for (const auto& e : series_[ids[0]])
+        if (e.first < n) merged.push_back(e);
+      continue;
     }
-    for (; at < n; at++) v[at] += value;
+    // Several sites of one name (a method reloaded): their sum at each
+    // point where any of them changes.
+    std::vector<size_t> at(ids.size(), 0);
+    std::vector<double> now(ids.size(), 0.0);
+    for (;;) {
+      uint32_t p = n;
+      for (size_t k = 0; k < ids.size(); k++)
+        if (at[k] < series_[ids[k]].size()) p = std::min(p, series_[ids[k]][at[k]].first);
+      if (p >= n) break;
+      double sum = 0;
+      for (size_t k = 0; k < ids.size(); k++) {
+        const auto& v = series_[ids[k]];
+        if (at[k] < v.size() && v[at[k]].first == p) now[k] = v[at[k]++].second;
+        sum += now[k];
+      }
+      merged.emplace_back(p, sum);
+    }
   }
   return out;
 }
 
+double LiveHeap::value_at(const Sparse& v, size_t point) {
+  auto it = std::upper_bound(v.begin(), v.end(), point,
+                             [](size_t p, const std::pair<uint32_t, double>& e) { return p < e.first; });
+  return it == v.begin() ? 0.0 : std::prev(it)->second;
+}
+
 std::vector<LiveHeap::Series> LiveHeap::top_series(size_t top) const {
-  std::vector<Series> out;
-  for (auto& [name, v] : named_series()) out.push_back({name, std::move(v)});
-  std::sort(out.begin(), out.end(), [](const Series& a, const Series& b) {
-    const double x = a.live_bytes.empty() ? 0 : a.live_bytes.back(), y = b.live_bytes.empty() ? 0 : b.live_bytes.back();
-    return x != y ? x > y : a.name < b.name;
+  const size_t n = series_end();
+  std::vector<std::pair<std::string, Sparse>> names;
+  for (auto& [name, v] : named_series()) names.emplace_back(name, std::move(v));
+  const auto last = [&](const Sparse& v) { return n ? value_at(v, n - 1) : 0.0; };
+  std::sort(names.begin(), names.end(), [&](const auto& a, const auto& b) {
+    const double x = last(a.second), y = last(b.second);
+    return x != y ? x > y : a.first < b.first;
   });
-  if (out.size() > top) out.resize(top);
+  if (names.size() > top) names.resize(top);
+  std::vector<Series> out;
+  for (const auto& [name, v] : names) {  // only these are expanded: top x points values
+    Series s{name, std::vector<double>(n, 0.0)};
+    for (size_t j = 0; j < v.size(); j++) {
+      const size_t end = j + 1 < v.size() ? v[j + 1].first : n;
+      std::fill(s.live_bytes.begin() + v[j].first, s.live_bytes.begin() + end, v[j].second);
+    }
+    out.push_back(std::move(s));
+  }
   return out;
 }
 
@@ -232,37 +271,45 @@ std::vector<LiveHeap::Growth> LiveHeap::growing(size_t top) const {
     if (old_point(points_[i])) old.push_back(i);
   std::vector<Growth> out;
   if (old.size() < 2) return out;
-  // Least squares of bytes on seconds over the old points.
+  // Least squares of bytes on seconds over the old points: with dt the old
+  // points' times less their mean, slope = sum(dt v) / sum(dt^2).  A value
+  // holds from its entry to the next, so sum(dt v) is a sum over entries of
+  // v times the dt of the old points in its span (a prefix sum): each name
+  // costs its entries, not the collections.
   double tm = 0;
   for (size_t i : old) tm += static_cast<double>(points_[i].ts_ns) / 1e9;
   tm /= static_cast<double>(old.size());
+  std::vector<double> dt_before(old.size() + 1, 0.0);  // sum of dt over old[0, k)
   double sxx = 0;
-  for (size_t i : old) {
-    const double dt = static_cast<double>(points_[i].ts_ns) / 1e9 - tm;
+  for (size_t k = 0; k < old.size(); k++) {
+    const double dt = static_cast<double>(points_[old[k]].ts_ns) / 1e9 - tm;
+    dt_before[k + 1] = dt_before[k] + dt;
     sxx += dt * dt;
   }
   if (sxx <= 0) return out;
-  // The last old point's interval, by site name, from the samples alive
-  // then is not kept; the current samples' variance stands in when the
-  // last old point is the last point (the usual end of a recording).
+  const auto first_old_at = [&](size_t point) {  // index in old of the first old point >= point
+    return static_cast<size_t>(std::lower_bound(old.begin(), old.end(), point) - old.begin());
+  };
   for (const auto& [name, v] : named_series()) {
-    double sxy = 0, ym = 0;
-    for (size_t i : old) ym += v[i];
-    ym /= static_cast<double>(old.size());
     Growth g;
-    for (size_t k = 0; k < old.size(); k++) {
-      const size_t i = old[k];
-      sxy += (static_cast<double>(points_[i].ts_ns) / 1e9 - tm) * (v[i] - ym);
-      if (k) {
-        g.steps++;
-        if (v[i] > v[old[k - 1]]) g.up++;
+    double sxy = 0;
+    size_t counted = old.size();  // (the old interval whose change was looked at last)
+    for (size_t j = 0; j < v.size(); j++) {
+      const size_t a = first_old_at(v[j].first);
+      const size_t b = j + 1 < v.size() ? first_old_at(v[j + 1].first) : old.size();
+      sxy += v[j].second * (dt_before[b] - dt_before[a]);  // (sum dt = 0, so the mean needs no term)
+      // A step between two old points can only rise where an entry lies in it.
+      if (a > 0 && a < old.size() && a != counted) {
+        counted = a;
+        if (value_at(v, old[a]) > value_at(v, old[a - 1])) g.up++;
       }
     }
+    g.steps = static_cast<uint32_t>(old.size() - 1);
     g.bytes_per_s = sxy / sxx;
-    if (g.bytes_per_s <= 0 || v[old.back()] <= v[old.front()]) continue;
+    g.first = value_at(v, old.front());
+    g.last = value_at(v, old.back());
+    if (g.bytes_per_s <= 0 || g.last <= g.first) continue;
     g.name = name;
-    g.first = v[old.front()];
-    g.last = v[old.back()];
     out.push_back(std::move(g));
   }
   std::sort(out.begin(), out.end(), [](const Growth& a, const Growth& b) {

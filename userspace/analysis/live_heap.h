@@ -91,6 +91,8 @@ class LiveHeap {
   // Points whose per-site values were not kept (past kMaxSeriesEntries): the
   // per-site history ends at series_end(); totals are kept for every point.
   size_t series_end() const { return series_cut_ ? series_cut_at_ : points_.size(); }
+  // Collections past kMaxPoints: not plotted (the estimate goes on).
+  bool points_cut() const { return points_cut_; }
   // Bytes allocated (new TLABs and objects outside them) between a dead
   // sample's birth and the start of the collection that found it dead: the
   // median over a row's dead, as a power of two's bucket (upper bound).
@@ -123,7 +125,7 @@ class LiveHeap {
   };
   static constexpr size_t kMaxSamples = 1 << 22;
   static constexpr size_t kMaxSeriesEntries = 1 << 22;  // (site, point) values kept: 64 MiB
-  static constexpr size_t kMaxPoints = 1 << 20;
+  static constexpr size_t kMaxPoints = 1 << 18;  // collections plotted: a drawn series is 2 MiB at most
   static constexpr size_t kMaxGcs = 1 << 20;             // collections' allocation marks kept
   void settle(const Sample& s, const Early& fate);
   // A sample enters or leaves the running per-site sums.
@@ -135,8 +137,10 @@ class LiveHeap {
   // site's estimate now, as of the last collection that started (the young
   // excluded)
   double site_now(uint32_t site) const;
-  // Per-site values by name (sites of one name summed), at every point.
-  std::map<std::string, std::vector<double>> named_series() const;
+  // Per-site values by name (sites of one name summed), where they change.
+  using Sparse = std::vector<std::pair<uint32_t, double>>;  // (point, value from there on)
+  std::map<std::string, Sparse> named_series() const;
+  static double value_at(const Sparse& v, size_t point);
   std::vector<Row> rows(bool by_site, size_t top) const;
   std::string name_of(bool by_site, uint64_t stack, uint64_t klass) const;
 
@@ -167,7 +171,7 @@ class LiveHeap {
   // series_[site]: (point, live bytes) where its value changed
   std::vector<std::vector<std::pair<uint32_t, double>>> series_;
   size_t series_entries_ = 0, series_cut_at_ = 0;
-  bool series_cut_ = false;
+  bool series_cut_ = false, points_cut_ = false;
   // gc__start kinds and the bytes allocated before each collection started
   std::unordered_map<uint64_t, int> gc_kind_;
   std::unordered_map<uint64_t, uint64_t> gc_alloc_;

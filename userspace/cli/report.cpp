@@ -517,6 +517,9 @@ int live_report(trace::TraceReader& reader, bool json, size_t top, const char* p
         std::printf("  %12.2f %10.2f %10.2f %4u/%-3u  %s\n", g.bytes_per_s * 60 / 1048576.0, g.first / 1048576.0,
                     g.last / 1048576.0, g.up, g.steps, printable(g.name).c_str());
     }
+    if (live.points_cut())
+      std::printf("  (collections past the first %zu are not plotted: past the cap report keeps; the estimate "
+                  "covers them)\n", points.size());
     if (live.series_end() < points.size())
       std::printf("  (per-site history kept for the first %zu collections of %zu: past the cap report keeps)\n",
                   live.series_end(), points.size());
