@@ -64,7 +64,7 @@ class LiveHeap {
   const std::vector<Point>& points() const { return points_; }
   // An old or full collection: one after which every tracked object's death
   // has been seen (a full pause, a concurrent cycle; docs/analysis.md).
-  static bool old_point(const Point& p) { return p.kind == 1 || p.kind == 2; }
+  static bool old_point(const Point& p) { return p.kind == JVMTRACE_GC_FULL || p.kind == JVMTRACE_GC_CONCURRENT; }
   size_t old_points() const;
   // A site's estimate at every point (0 before its first live sample).
   struct Series {

@@ -438,7 +438,8 @@ int live_report(trace::TraceReader& reader, bool json, size_t top, const char* p
   const auto& points = live.points();
   const uint64_t origin = trace_origin_ns(reader);
   const auto secs = [&](uint64_t ns) { return ns > origin ? static_cast<double>(ns - origin) / 1e9 : 0.0; };
-  const auto kind_name = [](int kind) { return kind == 0 ? "young" : kind == 1 ? "full" : kind == 2 ? "concurrent" : "?"; };
+  // A point's kind is -1 when its gc__start is missing: "?" as any unknown kind.
+  const auto kind_name = [](int k) { return trace::gc_kind_name(static_cast<uint64_t>(k)); };
   if (json) {
     const auto rows = [](const std::vector<analysis::LiveHeap::Row>& v) {
       Json out = Json::array();
