@@ -464,20 +464,31 @@ class SchedTrace:
     """Every time a "VM Thread" (any JVM's) leaves or takes a CPU, from a
     system-wide bpftrace on sched:sched_switch (its nsecs: the clock of the
     trace's events), for telling a pause stretched by the scheduler from one
-    stretched by the VM.  A context manager around a recording:
+    stretched by the VM.  With libjvm (a patched libjvm.so), also every entry
+    to its jvmtrace_pause_end: where the log's end line has been written and
+    the patch's own work before the end probe (the PLAB flush) begins.  A
+    context manager around a recording:
 
-        with SchedTrace() as sched:
+        with SchedTrace(libjvm) as sched:
             ...record...
         sched.off_cpu_ms(tid, from_ns, to_ns)  # the VM thread's time off its CPU there
+        sched.own_end_ms(tid, from_ns, to_ns)  # from jvmtrace_pause_end's entry to to_ns
     """
     SCRIPT = ('BEGIN { printf("READY\\n"); } '
               'tracepoint:sched:sched_switch /args->prev_comm == "VM Thread"/ '
               '{ printf("off %d %llu %d\\n", args->prev_pid, nsecs, args->prev_state); } '
               'tracepoint:sched:sched_switch /args->next_comm == "VM Thread"/ '
               '{ printf("on %d %llu\\n", args->next_pid, nsecs); }')
+    PAUSE_END = "_Z18jvmtrace_pause_endPKcS0_j"  # void jvmtrace_pause_end(const char*, const char*, uint32_t)
+
+    def __init__(self, libjvm=None):
+        self.libjvm = Path(libjvm).resolve() if libjvm else None
 
     def __enter__(self):
-        self._bt = subprocess.Popen(["bpftrace", "-e", self.SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        script = self.SCRIPT
+        if self.libjvm:
+            script += f' uprobe:{self.libjvm}:{self.PAUSE_END} {{ printf("pend %d %llu\\n", tid, nsecs); }}'
+        self._bt = subprocess.Popen(["bpftrace", "-e", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     text=True)
         self._out = LineReader(self._bt.stdout)
         self._out.wait_for(lambda l: l == "READY", 60, "bpftrace on sched_switch to attach")
@@ -491,6 +502,7 @@ class SchedTrace:
             self._bt.kill()
         # (tid -> [(off_ns, on_ns or None, state)]): intervals off the CPU
         self.intervals = {}
+        self.pause_ends = {}  # tid -> [ns of each jvmtrace_pause_end entry]
         for line in self._out.drain():
             f = line.split()
             if len(f) >= 3 and f[0] == "off":
@@ -499,7 +511,16 @@ class SchedTrace:
                 iv = self.intervals.get(int(f[1]))
                 if iv and iv[-1][1] is None:
                     iv[-1][1] = int(f[2])
+            elif len(f) == 3 and f[0] == "pend":
+                self.pause_ends.setdefault(int(f[1]), []).append(int(f[2]))
         return False
+
+    def own_end_ms(self, tid, from_ns, to_ns):
+        """ms from thread tid's last jvmtrace_pause_end entry within
+        [from_ns, to_ns] to to_ns (the end probe's time): the patch's own work
+        after the log's end line; None without one."""
+        inside = [t for t in self.pause_ends.get(tid, []) if from_ns <= t <= to_ns]
+        return (to_ns - max(inside)) / 1e6 if inside else None
 
     def off_cpu(self, tid, from_ns, to_ns):
         """(ms off the CPU within [from_ns, to_ns], of which preempted while

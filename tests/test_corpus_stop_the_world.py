@@ -18,6 +18,7 @@ these programs make what real work makes: allocation stalls, degenerated
 cycles, the safepoints of class loading and deoptimisation.)"""
 import os
 import shutil
+from pathlib import Path
 from collections import Counter
 
 import pytest
@@ -50,7 +51,7 @@ def test_every_pause_and_safepoint_of_a_real_program_is_traced(program, line, gc
     work = tmp_path / "run"
     shutil.copytree(corpus_inputs(program), work, copy_function=os.link)
     home = jdk_homes(line)["patched"]
-    with SchedTrace() as sched:
+    with SchedTrace(Path(home) / "lib/server/libjvm.so") as sched:
         rec_err = record_held(program, home, line, [f"-Xlog:gc*,safepoint:file={work}/gc.log", *COLLECTORS[gc],
                                                     *heap_flags(program)], work, JVMTRACE)
     assert "target exited" in rec_err, rec_err

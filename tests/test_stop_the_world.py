@@ -127,15 +127,24 @@ def check_against_log(events, log, gc, sched=None):
     # allowed up to the old bracket (below).
     zgc = gc.startswith("ZGC")
     slack = ZGC_SLACK_MS if zgc else STW_SLACK_MS
-    unexplained = []
+    unexplained, beyond, own_all = [], [], []
     for i, (mine, line) in enumerate(zip(ours, logged)):
         gc_id, name, cause, kind, ms, sp = mine
         s_ev, e_ev = pairs[i][0], pairs[i][1]
         title_ok = line["title"] in (name, pause_title(name, cause))
         kind_ok = kind == expected_kind(gc, line["title"], line["tag"])
-        delta = ms - line["ms"]
+        raw = ms - line["ms"]
+        # The patch's own work after the line (the PLAB flush, from
+        # jvmtrace_pause_end's entry to the end probe), measured by the
+        # scheduler trace's uprobe: the VM's time, not the probes' places.
+        own = sched.own_end_ms(s_ev["tid"], s_ev["ts_ns"], e_ev["ts_ns"]) if sched is not None else None
+        own = own if own is not None and not zgc else 0.0
+        own_all.append(own)
+        delta = raw - own if raw > 0 else raw
+        beyond.append(delta)
         what = (f"#{i}: log GC({line['gc_id']}) {line['tag'] or ''} {line['title']!r} {line['ms']} ms; "
-                f"traced GC({gc_id}) {name!r} ({cause!r}) kind {kind} {ms:.3f} ms")
+                f"traced GC({gc_id}) {name!r} ({cause!r}) kind {kind} {ms:.3f} ms, of which {own:.3f} ms "
+                f"the patch's own work after the line")
         if not (gc_id == line["gc_id"] and title_ok and kind_ok):
             problems.append(what)
             continue
@@ -148,7 +157,7 @@ def check_against_log(events, log, gc, sched=None):
         # and the line's start stamp) when longer; before the start probe
         # (ZGC's start stamp comes first) when shorter.
         excess = abs(delta) - slack
-        t0, t1 = s_ev["ts_ns"], e_ev["ts_ns"]
+        t0, t1 = s_ev["ts_ns"], e_ev["ts_ns"] - int(own * 1e6)  # (to the patch's own work)
         if delta > 0:
             a, b = t0 + int(delta * 1e6), t0 + int(line["ms"] * 1e6)
             windows = [(t0, a), (b, t1)] if a < b else [(t0, t1)]
@@ -160,13 +169,15 @@ def check_against_log(events, log, gc, sched=None):
         off = [sched.off_cpu(s_ev["tid"], a, b) for a, b in windows]
         off_ms = sum(o[0] for o in off)
         if off_ms < excess:
-            # Not the scheduler.  Seen: a Serial Pause Full on 21 (+0.98 ms,
-            # 0.07 ms off its CPU), Shenandoah's Init Mark (unload classes) on
-            # 25 (+1.0 and +1.9 ms, on its CPU throughout): leads to a defect
-            # between the probes and the log, not found yet (docs/notes.md,
-            # session 22).  One in twenty (at least one) is allowed and shown,
-            # within the time the log says the VM spent at its safepoint
-            # (+ 1 ms); more is a defect.
+            # Not the scheduler.  Shenandoah's Init Mark on 25 (+1.0 to +1.9
+            # ms on its CPU) was the recorder's own wake-up at the start
+            # probe, an interrupt that traps to the hypervisor (decision 170,
+            # fixed).  Still seen: ZGC pauses of 0.01-0.1 ms by the log read
+            # +0.2 to +0.4 ms with half of it off the CPU (and once +16 ms, 5.5
+            # off, at a safepoint that long); a Serial Pause Full on 21 (+0.98
+            # ms, 0.07 off).  One in twenty (at least one) is allowed and
+            # shown, within the time the log says the VM spent at its
+            # safepoint (+ 1 ms); more is a defect.
             at_safepoint_ms = safepoints[sp]["at_safepoint_ns"] / 1e6 if sp < len(safepoints) else 0.0
             note = (f"{what}: {delta:+.3f} ms beyond the {slack} ms the probes allow, and its VM thread was off "
                     f"its CPU for only {off_ms:.3f} ms there (intervals: ms from the window's start, length, "
@@ -184,17 +195,19 @@ def check_against_log(events, log, gc, sched=None):
     # 25) and within 0.002 ms for ZGC, so a probe 0.5 ms off fails here
     # whichever way it moved.
     if ours:
-        excess = sorted(m[4] - l["ms"] for m, l in zip(ours, logged))
+        excess = sorted(beyond)
         mid = excess[len(excess) // 2]
         if not (-ZGC_MEDIAN_MS <= mid <= ZGC_MEDIAN_MS if zgc else mid <= STW_MEDIAN_MS):
             problems.append(f"the median pause reads {mid:+.3f} ms against its line: a probe out of place")
     if len(unexplained) > max(1, len(logged) // 20):
         problems.extend(f"{u} (one of {len(unexplained)} the scheduler does not explain)" for u in unexplained)
-    deltas = sorted(m[4] - l["ms"] for m, l in zip(ours, logged))
-    if deltas:
-        q = lambda f: deltas[min(len(deltas) - 1, int(f * len(deltas)))]
-        print(f"{gc}: {len(deltas)} pauses, traced - logged (ms): min {deltas[0]:.4f} p50 {q(0.5):.4f} "
-              f"p90 {q(0.9):.4f} p99 {q(0.99):.4f} max {deltas[-1]:.4f}")
+    for label, values in (("traced - logged", [m[4] - l["ms"] for m, l in zip(ours, logged)]),
+                          ("the patch's own work after the line", own_all), ("the rest", beyond)):
+        v = sorted(values)
+        if v:
+            q = lambda f: v[min(len(v) - 1, int(f * len(v)))]
+            print(f"{gc}: {len(v)} pauses, {label} (ms): min {v[0]:.4f} p50 {q(0.5):.4f} "
+                  f"p90 {q(0.9):.4f} p99 {q(0.99):.4f} max {v[-1]:.4f}")
     # Safepoints: the same lines, the same figures.
     if len(sp_ends) != len(safepoints):
         problems.append(f"{len(safepoints)} safepoint lines, {len(sp_ends)} traced safepoints")
@@ -236,7 +249,7 @@ def check_report(trace, logged, safepoints):
 @pytest.mark.parametrize("line,gc", CASES, ids=[f"jdk{l}-{g}" for l, g in CASES])
 def test_every_pause_and_safepoint_of_the_log_is_traced(java_classes, tmp_path, line, gc):
     trace = tmp_path / "stw.jvmtrace"
-    with SchedTrace() as sched:
+    with SchedTrace(Path(jdk_homes(line)["patched"]) / "lib/server/libjvm.so") as sched:
         out, rec_err, log = held_record(jdk_homes(line)["patched"], java_classes, tmp_path, COLLECTORS[gc], [2, 40],
                                         trace, "gc*,safepoint")
     assert "checksum " in out
