@@ -780,6 +780,21 @@ def test_the_bounded_demangler():
 
 
 @pytest.mark.no_root
+def test_line_tables_decode_the_same_whole_and_in_chunks():
+    """The compressed line table that names a frame's line, read from the
+    target's memory in 512-byte chunks: each chunk's new entries decoded
+    once (an entry cut by a chunk's end waits for the next), the same pairs
+    as a whole decode, for 2,000 seeded random tables in 17's and 21's forms;
+    a table cut short yields what it held; a byte no table holds ends it
+    (tests/line_table_test.cpp)."""
+    seed = random.randrange(1 << 30)
+    r = subprocess.run([str(BUILD_DIR / "tests/fixtures/line_table_test"), "--seed", str(seed)],
+                       capture_output=True, text=True, timeout=300)
+    print(r.stdout)
+    assert r.returncode == 0 and r.stdout.rstrip().endswith("ok"), f"seed {seed}:\n{r.stdout}{r.stderr}"
+
+
+@pytest.mark.no_root
 @pytest.mark.parametrize("libjvm", sorted({str(p.resolve()) for p in Path("/usr/lib/jvm").glob("*/lib/server/libjvm.so")})
                          or ["(no JDK in /usr/lib/jvm)"])
 def test_the_bounded_demangler_names_hotspots_symbols_as_libstdcxx_does(libjvm):

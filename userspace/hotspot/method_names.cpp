@@ -99,47 +99,61 @@ int32_t line_of_bci(const std::vector<std::pair<int32_t, int32_t>>& lines, int32
   return best_line > 0 ? best_line : 0;
 }
 
-std::vector<std::pair<int32_t, int32_t>> decode_line_table(const uint8_t* bytes, size_t n, int x,
-                                                           size_t max_pairs, bool* ended) {
-  std::vector<std::pair<int32_t, int32_t>> out;
-  if (ended) *ended = false;
-  size_t pos = 0;
+bool LineTableDecoder::feed(const uint8_t* bytes, size_t n, std::vector<std::pair<int32_t, int32_t>>* out,
+                            size_t max_pairs) {
   // UNSIGNED5 (HotSpot's unsigned5.hpp, Pack200's): 64 high codes, each
   // adding 6 bits; 192 - x low codes ending a number; at most 5 bytes.
-  const uint32_t L = 192 - static_cast<uint32_t>(x);
+  // An entry cut by the end of the bytes so far is left for the next feed.
+  const uint32_t L = 192 - static_cast<uint32_t>(x_);
+  size_t p = pos_;
+  bool cut = false;
   const auto u5 = [&](uint32_t* v) {
     uint32_t sum = 0;
     int shift = 0;
     for (int i = 0; i < 5; i++) {
-      if (pos >= n) return false;
-      const uint32_t b = bytes[pos++];
-      if (b < static_cast<uint32_t>(x)) return false;  // an excluded byte: not a table
-      sum += (b - x) << shift;
-      if (b < x + L) break;
+      if (p >= n) return cut = true, false;
+      const uint32_t b = bytes[p++];
+      if (b < static_cast<uint32_t>(x_)) return false;  // an excluded byte: not a table
+      sum += (b - x_) << shift;
+      if (b < x_ + L) break;
       shift += 6;
     }
     *v = sum;
     return true;
   };
   const auto sign = [](uint32_t v) { return static_cast<int32_t>((v >> 1) ^ (0u - (v & 1))); };
-  int32_t bci = 0, line = 0;
-  while (pos < n && out.size() < max_pairs) {
-    const uint8_t next = bytes[pos++];
+  while (!done_ && pos_ < n && out->size() < max_pairs) {
+    p = pos_;
+    const uint8_t next = bytes[p++];
     if (next == 0) {
-      if (ended) *ended = true;
+      ended_ = done_ = true;
       break;
     }
     if (next == 0xFF) {
       uint32_t db, dl;
-      if (!u5(&db) || !u5(&dl)) break;
-      bci += sign(db);
-      line += sign(dl);
+      if (!u5(&db) || !u5(&dl)) {
+        done_ = !cut;  // (not a table: nothing more to read)
+        break;
+      }
+      bci_ += sign(db);
+      line_ += sign(dl);
     } else {
-      bci += next >> 3;
-      line += next & 7;
+      bci_ += next >> 3;
+      line_ += next & 7;
     }
-    out.emplace_back(bci, line);
+    pos_ = p;
+    out->emplace_back(bci_, line_);
   }
+  if (out->size() >= max_pairs) done_ = true;
+  return done_;
+}
+
+std::vector<std::pair<int32_t, int32_t>> decode_line_table(const uint8_t* bytes, size_t n, int x,
+                                                           size_t max_pairs, bool* ended) {
+  std::vector<std::pair<int32_t, int32_t>> out;
+  LineTableDecoder d(x);
+  d.feed(bytes, n, &out, max_pairs);
+  if (ended) *ended = d.ended();
   return out;
 }
 
@@ -155,6 +169,7 @@ void MethodNamer::read_lines(uint64_t cm, MethodInfo* out) {
   // (a line a byte or more: lines past that are 0, unknown).
   constexpr size_t kChunk = 512, kMax = 64 << 10;
   std::vector<uint8_t> buf;
+  LineTableDecoder dec(unsigned5_x_);
   const uint64_t at = cm + const_size_ + code_size;
   while (buf.size() < kMax) {
     const size_t old = buf.size();
@@ -163,11 +178,9 @@ void MethodNamer::read_lines(uint64_t cm, MethodInfo* out) {
       buf.resize(old);
       break;
     }
-    bool ended;
-    out->lines = decode_line_table(buf.data(), buf.size(), unsigned5_x_, 1 << 16, &ended);
-    if (ended) return;
+    // (each chunk decoded once: a table's entries are read as they come)
+    if (dec.feed(buf.data(), buf.size(), &out->lines, 1 << 16)) return;
   }
-  out->lines = decode_line_table(buf.data(), buf.size(), unsigned5_x_, 1 << 16);
 }
 
 bool MethodNamer::read_bytes(uint64_t addr, void* dst, size_t n) const {

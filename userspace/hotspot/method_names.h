@@ -54,6 +54,23 @@ int32_t line_of_bci(const std::vector<std::pair<int32_t, int32_t>>& lines, int32
 // most max_pairs; a table cut before its terminator yields what it held.
 std::vector<std::pair<int32_t, int32_t>> decode_line_table(const uint8_t* bytes, size_t n, int x,
                                                            size_t max_pairs, bool* ended = nullptr);
+// The same, fed a table's bytes as they are read: each feed takes the
+// bytes from the table's start (the earlier ones unchanged), decodes only
+// the entries it has not, and returns true once nothing more can come (the
+// terminator, max_pairs, or bytes that are not a table).  Reading a table
+// in chunks costs its length once, not once per chunk.
+class LineTableDecoder {
+ public:
+  explicit LineTableDecoder(int x) : x_(x) {}
+  bool feed(const uint8_t* bytes, size_t n, std::vector<std::pair<int32_t, int32_t>>* out, size_t max_pairs);
+  bool ended() const { return ended_; }
+
+ private:
+  int x_;
+  size_t pos_ = 0;
+  int32_t bci_ = 0, line_ = 0;
+  bool ended_ = false, done_ = false;
+};
 
 class MethodNamer {
  public:
