@@ -34,6 +34,7 @@ from conftest import BUILD_DIR
 from corpus import STDOUT, corpus_runs, packages as corpus_packages
 import perfetto_trace
 from test_analysis import check_perfetto_compact, check_timeline_against_dump
+from test_live_attach import jfr_allocations
 from helpers import ABI, REPO, SLOW_AFTER_GC, SLOW_FAILED, SLOW_OUTSIDE_TLAB, LineReader, parse_gc_log
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
@@ -86,6 +87,7 @@ class Trace:
     by_probe: Counter = field(default_factory=Counter)
     sums: Counter = field(default_factory=Counter)           # STAT_FROM_EVENTS keys
     refills_by_tid: Counter = field(default_factory=Counter)
+    refills_seq: dict = field(default_factory=lambda: defaultdict(list))  # tid -> [(class, alloc, tlab)] in order
     gc_starts: list = field(default_factory=list)            # dicts with GC_FIELDS, in file order
     gc_ends: list = field(default_factory=list)
     pauses: list = field(default_factory=list)               # gc__pause__start/end events, whole
@@ -116,6 +118,7 @@ def read_trace(path, region_bytes):
                 t.sums[name] += f(a)
             if probe == "tlab__refill":
                 t.refills_by_tid[r["tid"]] += 1
+                t.refills_seq[r["tid"]].append((a["class"], a["alloc_bytes"], a["tlab_bytes"]))
             elif probe == "alloc__slow__exit" and a["outcome"] in OUTSIDE and a["alloc_bytes"] >= region_bytes // 2:
                 t.humongous_outside += 1
             elif probe in ("gc__start", "gc__end"):
@@ -228,6 +231,7 @@ class CorpusRun:
     trace: Trace
     gc_log: str
     jfr_refills: int
+    jfr_refills_seq: dict       # tid -> [(class, alloc, tlab)] in time order (test_live_attach.jfr_allocations)
 
     def __repr__(self):  # pytest prints it with every failure: the run, not its contents
         return f"CorpusRun({self.program.name}, {self.gc}, {self.work})"
@@ -319,7 +323,8 @@ def run_traced(program, gc, home, work):
         stat=json.loads(stat_lines[-1]) if stat_lines else None, stat_rc=stat.returncode, stat_err=stat_err,
         trace=read_trace(trace_path, g1_region_bytes((work / "gc-init.log").read_text()) if gc == "G1" else 1 << 62),
         gc_log=gc_log,
-        jfr_refills=jfr_count(home, work / "rec.jfr", "jdk.ObjectAllocationInNewTLAB"))
+        jfr_refills=jfr_count(home, work / "rec.jfr", "jdk.ObjectAllocationInNewTLAB"),
+        jfr_refills_seq=jfr_allocations(home, work / "rec.jfr")[0])
 
 
 def summary(r):
@@ -461,12 +466,58 @@ def test_gc_ids_equal_gc_log(run):
     assert not wrong, f"causes differ (id, log, log cause, probe cause): {wrong[:10]}"
 
 
-def test_tlab_refills_cover_jfr(run):
-    """JFR records from after VM initialisation, the tracer from before it:
-    every refill JFR saw is in the trace, and the trace has those before."""
+def stretch_at(part, whole):
+    """Where the list part occurs in whole as an unbroken stretch (the first
+    place), or -1: each item numbered, the numbers searched as bytes (C
+    speed: a thread's refills are many alike, where an item-by-item search
+    from every place is quadratic)."""
+    ids = {}
+    enc = lambda seq: b"".join(ids.setdefault(x, len(ids)).to_bytes(4, "little") for x in seq)
+    w, p = enc(whole), enc(part)
+    at = w.find(p)
+    while at >= 0 and at % 4:
+        at = w.find(p, at + 1)
+    return at // 4 if at >= 0 else -1
+
+
+def test_tlab_refills_equal_jfrs_inside_its_window(run):
+    """JFR records from after VM initialisation until its dump at exit, the
+    tracer from before the VM started to its end: each thread's refills
+    that JFR recorded (class, object size, TLAB size, in time order) are an
+    unbroken stretch of that thread's refills in the trace.  Two-sided
+    (issue 36): a refill missing inside JFR's window, or one counted twice,
+    breaks the stretch; the trace's others lie before or after it, where
+    JFR was not recording."""
     assert run.jfr_refills > 100, f"JFR recorded {run.jfr_refills} jdk.ObjectAllocationInNewTLAB"
-    assert run.trace.by_probe["tlab__refill"] >= run.jfr_refills, \
-        f"{run.trace.by_probe['tlab__refill']} tlab__refill events, {run.jfr_refills} JFR jdk.ObjectAllocationInNewTLAB"
+    assert sum(map(len, run.jfr_refills_seq.values())) == run.jfr_refills
+    problems, outside, left = [], 0, Counter()  # (left: the trace's refills outside the stretches)
+    for tid, jfr in sorted(run.jfr_refills_seq.items(), key=lambda kv: kv[0] or 0):
+        if tid is None:
+            continue  # (below)
+        mine = run.trace.refills_seq.get(tid, [])
+        at = stretch_at(jfr, mine)
+        if at < 0:
+            # (where they part, aligned at their ends: JFR stops at exit)
+            k = next((k for k in range(1, min(len(jfr), len(mine)) + 1) if jfr[-k] != mine[-k]), None)
+            part = (f"; from the end, #{k} differs: JFR {jfr[-k]}, trace {mine[-k]}, around it JFR "
+                    f"{jfr[-k - 2:len(jfr) - k + 3]}, trace {mine[-k - 2:len(mine) - k + 3]}" if k else "")
+            problems.append(f"thread {tid}: JFR's {len(jfr)} refills are not an unbroken stretch of the trace's "
+                            f"{len(mine)}{part}")
+        else:
+            outside += len(mine) - len(jfr)
+            left.update(mine[:at] + mine[at + len(jfr):])
+    # Events whose thread JFR did not write (one a run, a Thread allocated at
+    # exit): each among the trace's refills outside the stretches.
+    unnamed = Counter(run.jfr_refills_seq.get(None, []))
+    left.update(x for k, v in run.trace.refills_seq.items() if k not in run.jfr_refills_seq for x in v)
+    if unnamed - left:
+        problems.append(f"{sum(unnamed.values())} JFR refills of no thread, of which {sum((unnamed - left).values())} "
+                        f"are nowhere else in the trace: {list((unnamed - left).items())[:5]}")
+    seen = sum(len(v) for k, v in run.trace.refills_seq.items() if k not in run.jfr_refills_seq)
+    print(f"{run.program.name} {run.gc}: {run.jfr_refills} refills in JFR's window, all in the trace in order; "
+          f"{outside} before or after it in the same threads, {seen} in threads JFR did not see "
+          f"({sum(unnamed.values())} of JFR's have no thread)")
+    assert not problems, "\n".join(problems)
 
 
 def test_stat_counters_equal_record(run):

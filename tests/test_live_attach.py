@@ -50,21 +50,35 @@ def jfr_time_ns(stamp):
     return int(whole.timestamp()) * 10**9 + int((m.group(2) or "0").ljust(9, "0")[:9])
 
 
+def jfr_class_name(name):
+    """A class as the trace names it: JFR prints a hidden class (a lambda's)
+    dotted, with "/" and a number after it
+    ("java.util.stream.MatchOps$$Lambda$132+0x00007f8ea00cb358/1947185929"),
+    where the VM's own name is "java/util/stream/MatchOps$$Lambda$132+0x...";
+    every other class the VM's way."""
+    if "." in name:
+        name = re.sub(r"/\d+$", "", name).replace(".", "/")
+    return name
+
+
 def jfr_allocations(home, jfr, times=None):
     """{tid: [refill (class, alloc, tlab), ...] in time order}, and the same
     of outside-TLAB allocations (class, alloc); with times (a dict), also
-    times[tid]: the refills' startTimes (wall-clock ns)."""
+    times[tid]: the refills' startTimes (wall-clock ns).  An event whose
+    thread JFR did not write has tid None."""
     refills, outside = defaultdict(list), defaultdict(list)
     for event, into, key in (("jdk.ObjectAllocationInNewTLAB", refills,
-                              lambda v: (v["objectClass"]["name"], v["allocationSize"], v["tlabSize"])),
+                              lambda v: (jfr_class_name(v["objectClass"]["name"]), v["allocationSize"],
+                                         v["tlabSize"])),
                              ("jdk.ObjectAllocationOutsideTLAB", outside,
-                              lambda v: (v["objectClass"]["name"], v["allocationSize"]))):
+                              lambda v: (jfr_class_name(v["objectClass"]["name"]), v["allocationSize"]))):
         evs = [j["values"] for j in jfr_events(home, jfr, event)]
         evs.sort(key=lambda v: jfr_time_ns(v["startTime"]))  # (stable: file order among equal stamps)
         for v in evs:
-            into[v["eventThread"]["osThreadId"]].append(key(v))
+            tid = v["eventThread"]["osThreadId"] if v["eventThread"] else None
+            into[tid].append(key(v))
             if times is not None and into is refills:
-                times.setdefault(v["eventThread"]["osThreadId"], []).append(jfr_time_ns(v["startTime"]))
+                times.setdefault(tid, []).append(jfr_time_ns(v["startTime"]))
     return refills, outside
 
 
