@@ -123,7 +123,8 @@ def check_against_log(events, log, gc, sched=None):
     # right after its stamp, read within 0.064 ms of the line; 0.1 ms allowed
     # either way.  A pause beyond these is accepted when the scheduler trace
     # shows its VM thread off its CPU for the excess where the probes and the
-    # log disagree; one in twenty that it does not explain is shown, and
+    # log disagree (after the patch's own work, measured, is taken off); for
+    # ZGC alone, one in twenty that it does not explain is shown, and
     # allowed up to the old bracket (below).
     zgc = gc.startswith("ZGC")
     slack = ZGC_SLACK_MS if zgc else STW_SLACK_MS
@@ -170,13 +171,14 @@ def check_against_log(events, log, gc, sched=None):
         off = [sched.off_cpu(s_ev["tid"], a, b) for a, b in windows]
         off_ms = sum(o[0] for o in off)
         if off_ms < excess:
-            # Not the scheduler.  Shenandoah's Init Mark on 25 (+1.0 to +1.9
-            # ms on its CPU) was the recorder's own wake-up at the start
-            # probe, an interrupt that traps to the hypervisor (decision 170,
-            # fixed).  Still seen: ZGC pauses of 0.01-0.1 ms by the log read
-            # +0.2 to +0.4 ms with half of it off the CPU (and once +16 ms, 5.5
-            # off, at a safepoint that long); a Serial Pause Full on 21 (+0.98
-            # ms, 0.07 off).  One in twenty (at least one) is allowed and
+            # Not the scheduler: a defect, for the four (none in two full
+            # passes of 17, 21 and 25 since Shenandoah's Init Mark on 25,
+            # +1.0 to +1.9 ms on its CPU, was found to be the recorder's own
+            # wake-up at the start probe: decision 170).  ZGC: one Pause Mark
+            # Start of 0.428 ms by the log read 0.050 ms, on its CPU (the
+            # time between ZGC's start stamp and the start probe, where
+            # nothing of ours but the probe's arguments runs; not found).
+            # For ZGC alone, one in twenty (at least one) is allowed and
             # shown, within the time the log says the VM spent at its
             # safepoint (+ 1 ms); more is a defect.
             at_safepoint_ms = safepoints[sp]["at_safepoint_ns"] / 1e6 if sp < len(safepoints) else 0.0
@@ -184,7 +186,7 @@ def check_against_log(events, log, gc, sched=None):
                     f"its CPU for only {off_ms:.3f} ms there (intervals: ms from the window's start, length, "
                     f"prev_state: {[o[2] for o in off]})")
             print(f"{gc}: UNEXPLAINED {note}")
-            if not 0.0 < ms <= max(line["ms"] * 1.1 + 2.0, at_safepoint_ms + 1.0):
+            if not zgc or not 0.0 < ms <= max(line["ms"] * 1.1 + 2.0, at_safepoint_ms + 1.0):
                 problems.append(note)
             else:
                 unexplained.append(note)
