@@ -121,8 +121,14 @@ static __always_inline int emit_batch(struct pt_regs *ctx, __u16 kind, __u64 max
 	}
 	if (len && bpf_probe_read_user(buf + JT_EVENT_SIZE(3 + nextra), len, (void *)records))
 		len = 0; /* unreadable: user space counts the records as dropped */
+	/* A safepoint's last alloc__batch (its "last" argument), fired by the VM
+	 * thread after the safepoint, outside any pause: the reader wakes once a
+	 * safepoint for what the VM thread handed over, other threads' records,
+	 * whose names it must read from /proc while those threads live (a
+	 * short-lived thread's, read at the 50 ms tick, was "<exited>"). */
+	bool wake = kind == JT_K_ALLOC_BATCH && nextra >= 2 && e->args[4] != 0;
 	if (bpf_ringbuf_output(&events, buf, JT_EVENT_SIZE(3 + nextra) + len,
-			       bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?
+			       wake || bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?
 				       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
 		__sync_fetch_and_add(&dropped, (__u32)count);
 	return 0;

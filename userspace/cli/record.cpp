@@ -483,6 +483,12 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
     // 100 ms (decision 130).
     recorder.read_until(clock_ns(CLOCK_MONOTONIC) + kReadBudgetNs);
     int n = ring_buffer__poll(rb.get(), 50);
+    // (a poll that timed out read nothing: libbpf reads a ring only when
+    // its fd was woken, and the BPF side wakes it only for a new name or a
+    // full wakeup_bytes.  The trickle is taken here, every 50 ms: before
+    // a short-lived thread's batch, flushed by the VM thread, waited for
+    // the next wake-up and its name for /proc, gone by then.)
+    if (n == 0) n = ring_buffer__consume(rb.get());
     const bool behind = recorder.budget_spent();  // (n is then kBudgetSpent, no error)
     if (n < 0 && n != -EINTR && !behind) {
       reason = trace::kEndError;
