@@ -59,7 +59,8 @@ static __always_inline int emit_pause(struct pt_regs *ctx, __u16 probe)
 	text[0] = 0;
 	if (name)
 		bpf_probe_read_user_str(text, JT_PAUSE_NAME_MAX, (void *)name);
-	/* No wake-up of its own (the reader polls every 50 ms): a wake-up is an
+	/* No wake-up of its own (the reader wakes after each safepoint, at its
+	 * last alloc__batch below, and takes what waits every 50 ms): a wake-up is an
 	 * interrupt raised on this CPU (irq_work), and at gc__pause__start it
 	 * falls between the probe's stamp and the log's, inside the pause.  Under
 	 * a hypervisor it traps: on Shenandoah's sub-millisecond pauses it read

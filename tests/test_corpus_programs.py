@@ -34,7 +34,7 @@ from conftest import BUILD_DIR
 from corpus import STDOUT, corpus_runs, packages as corpus_packages
 import perfetto_trace
 from test_analysis import check_perfetto_compact, check_timeline_against_dump
-from test_live_attach import jfr_allocations
+from test_live_attach import jfr_allocations, slices_at
 from helpers import ABI, REPO, SLOW_AFTER_GC, SLOW_FAILED, SLOW_OUTSIDE_TLAB, LineReader, parse_gc_log
 
 JVMTRACE = BUILD_DIR / "userspace/jvmtrace"
@@ -466,20 +466,6 @@ def test_gc_ids_equal_gc_log(run):
     assert not wrong, f"causes differ (id, log, log cause, probe cause): {wrong[:10]}"
 
 
-def stretch_at(part, whole):
-    """Where the list part occurs in whole as an unbroken stretch (the first
-    place), or -1: each item numbered, the numbers searched as bytes (C
-    speed: a thread's refills are many alike, where an item-by-item search
-    from every place is quadratic)."""
-    ids = {}
-    enc = lambda seq: b"".join(ids.setdefault(x, len(ids)).to_bytes(4, "little") for x in seq)
-    w, p = enc(whole), enc(part)
-    at = w.find(p)
-    while at >= 0 and at % 4:
-        at = w.find(p, at + 1)
-    return at // 4 if at >= 0 else -1
-
-
 def test_tlab_refills_equal_jfrs_inside_its_window(run):
     """JFR records from after VM initialisation until its dump at exit, the
     tracer from before the VM started to its end: each thread's refills
@@ -495,7 +481,7 @@ def test_tlab_refills_equal_jfrs_inside_its_window(run):
         if tid is None:
             continue  # (below)
         mine = run.trace.refills_seq.get(tid, [])
-        at = stretch_at(jfr, mine)
+        at = next(iter(slices_at(jfr, mine)), -1)
         if at < 0:
             # (where they part, aligned at their ends: JFR stops at exit)
             k = next((k for k in range(1, min(len(jfr), len(mine)) + 1) if jfr[-k] != mine[-k]), None)

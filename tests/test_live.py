@@ -356,7 +356,7 @@ def death_cdf(live):
     return out
 
 
-def survival_run(home, java_classes, tmp_path, gc, every, tag="", keep=False):
+def survival_run(home, java_classes, tmp_path, gc, every, tag=""):
     """Leaky's survival curve (death_cdf) and tracked samples, one run at the
     default rate or (every) with every slow path sampled."""
     flags, _ = COLLECTORS[gc]
@@ -386,8 +386,7 @@ def survival_run(home, java_classes, tmp_path, gc, every, tag="", keep=False):
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     live = json.loads(r.stdout)
-    if not keep:
-        trace.unlink()
+    trace.unlink()
     return death_cdf(live), live["tracked"], len(live["collections"])
 
 

@@ -139,8 +139,7 @@ def check_against_log(events, log, gc, sched=None):
         # jvmtrace_pause_end's entry to the end probe; ZGC: after its end
         # stamp), measured by the scheduler trace's uprobe: the VM's time,
         # not the probes' places.
-        own = sched.own_end_ms(s_ev["tid"], s_ev["ts_ns"], e_ev["ts_ns"]) if sched is not None else None
-        own = own if own is not None else 0.0
+        own = (sched.own_end_ms(s_ev["tid"], s_ev["ts_ns"], e_ev["ts_ns"]) if sched is not None else None) or 0.0
         own_all.append(own)
         delta = raw - own if raw > 0 else raw
         beyond.append(delta)
