@@ -86,7 +86,11 @@ struct jt_event {
  * cut are counted as dropped).  A reader steps by record_bytes (fields are
  * only ever appended). */
 #define JT_PLAB_BATCH_MAX_BYTES (16 << 10)
-#define JT_PLAB_BATCH_EVENT_SIZE (JT_EVENT_SIZE(3) + JT_PLAB_BATCH_MAX_BYTES)
+/* args[3] the safepoint that handed them over (0: fired in the pause, by an
+ * older VM or where the VM had no buffer), args[4] 1 on that safepoint's
+ * last plab__batch. */
+#define JT_PLAB_BATCH_ARGS 5
+#define JT_PLAB_BATCH_EVENT_SIZE (JT_EVENT_SIZE(JT_PLAB_BATCH_ARGS) + JT_PLAB_BATCH_MAX_BYTES)
 
 /* alloc__batch: as plab__batch, with struct jvmtrace_alloc_record records,
  * and two arguments more: args[3] the safepoint that took them (0: their own

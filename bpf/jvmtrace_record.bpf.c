@@ -69,6 +69,10 @@ static __always_inline int emit_pause(struct pt_regs *ctx, __u16 probe)
 	return 0;
 }
 
+/* Whether a safepoint's last plab__batch wakes the reader: only when
+ * alloc__batch is not attached (its own last follows, and wakes it). */
+const volatile bool plab_last_wakes = false;
+
 /* A batch of records is copied whole into the ring buffer; it is built
  * here first (too large for the BPF stack), one per CPU. */
 #define BATCH_MAX_BYTES (JT_PLAB_BATCH_MAX_BYTES > JT_ALLOC_BATCH_MAX_BYTES ? \
@@ -122,12 +126,14 @@ static __always_inline int emit_batch(struct pt_regs *ctx, __u16 kind, __u64 max
 	}
 	if (len && bpf_probe_read_user(buf + JT_EVENT_SIZE(3 + nextra), len, (void *)records))
 		len = 0; /* unreadable: user space counts the records as dropped */
-	/* A safepoint's last alloc__batch (its "last" argument), fired by the VM
+	/* A safepoint's last alloc__batch (its "last" argument; plab__batch's
+	 * when alloc__batch is not attached), fired by the VM
 	 * thread after the safepoint, outside any pause: the reader wakes once a
 	 * safepoint for what the VM thread handed over, other threads' records,
 	 * whose names it must read from /proc while those threads live (a
 	 * short-lived thread's, read at the 50 ms tick, was "<exited>"). */
-	bool wake = kind == JT_K_ALLOC_BATCH && nextra >= 2 && e->args[4] != 0;
+	bool wake = (kind == JT_K_ALLOC_BATCH || (kind == JT_K_PLAB_BATCH && plab_last_wakes)) && nextra >= 2 &&
+		    e->args[4] != 0;
 	if (bpf_ringbuf_output(&events, buf, JT_EVENT_SIZE(3 + nextra) + len,
 			       wake || bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?
 				       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
@@ -150,8 +156,8 @@ SEC("usdt") int gc__pause__end(struct pt_regs *ctx) { return emit_pause(ctx, JT_
 /* One hit per event: record attaches these instead of the probes above when
  * the JVM has them. */
 SEC("usdt") int alloc__slow(struct pt_regs *ctx) { return emit(ctx, JT_K_ALLOC_SLOW, 10, 1, -1, true); }
-SEC("usdt") int plab__batch(struct pt_regs *ctx) { return emit_batch(ctx, JT_K_PLAB_BATCH, JT_PLAB_BATCH_MAX_BYTES, 0, 0); }
 /* (safepoint_id, last: arguments 4 and 5, after the tid) */
+SEC("usdt") int plab__batch(struct pt_regs *ctx) { return emit_batch(ctx, JT_K_PLAB_BATCH, JT_PLAB_BATCH_MAX_BYTES, 2, 4); }
 SEC("usdt") int alloc__batch(struct pt_regs *ctx) { return emit_batch(ctx, JT_K_ALLOC_BATCH, JT_ALLOC_BATCH_MAX_BYTES, 2, 4); }
 /* (gc_id, level, tracked: arguments 3 to 5) */
 SEC("usdt") int sample__fates(struct pt_regs *ctx) { return emit_batch(ctx, JT_K_SAMPLE_FATES, JT_FATES_BATCH_MAX_BYTES, 3, 3); }

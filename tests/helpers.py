@@ -466,7 +466,8 @@ class SchedTrace:
     trace's events), for telling a pause stretched by the scheduler from one
     stretched by the VM.  With libjvm (a patched libjvm.so), also every entry
     to its jvmtrace_pause_end: where the log's end line has been written and
-    the patch's own work before the end probe (the PLAB flush) begins.  A
+    the patch's own work before the end probe begins (the probe's arguments;
+    the PLAB flush ran there before decision 172).  A
     context manager around a recording:
 
         with SchedTrace(libjvm) as sched:

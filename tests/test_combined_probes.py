@@ -77,8 +77,9 @@ def test_each_combined_hit_equals_the_separate_hits_it_stands_for(jdks, java_cla
     alloc__slow__exit, with the same values; its VM-measured start and
     duration lie inside the enter and exit hits.  Each collection's batch
     records are exactly its plab__alloc, plab__retire and promote__direct
-    hits (thread, address, sizes, destination), and arrive before its
-    gc__end."""
+    hits (thread, address, sizes, destination), made before its gc__end;
+    every batch is fired after the safepoint its pause ran in (none while
+    the world is stopped) and carries that safepoint's id."""
     proc, out = held_jvm(jdks, java_classes, gc, "AllocWorker", 5_000_000)
     dump, derr = attach([str(RAWDUMP), "-p", str(proc.pid)], "attached 17 probes")
     try:
@@ -124,7 +125,8 @@ def test_each_combined_hit_equals_the_separate_hits_it_stands_for(jdks, java_cla
     assert checked > 500, checked
 
     # PLAB events: the records of each collection equal its separate hits.
-    records, separate, batch_seen, ended = Counter(), Counter(), defaultdict(int), set()
+    records, separate, batch_seen, ended = Counter(), Counter(), defaultdict(int), {}
+    safepoints_ended, safepoints_begun, early, handed_over, lasts = set(), set(), set(), 0, Counter()
     for name, ts, tid, a, _ in events:
         if name in PLAB_KINDS:
             if name == "plab__retire":  # gc_id, start, bytes, used, wasted, dest, tid
@@ -136,14 +138,29 @@ def test_each_combined_hit_equals_the_separate_hits_it_stands_for(jdks, java_cla
             separate[key] += 1
         elif name == "plab__batch.record":  # ts_ns, address, bytes, used, gc_id, tid, kind, dest
             rts, address, size, used, gc_id, rtid, kind, dest = a
-            assert gc_id not in ended, f"a record of GC {gc_id} after its gc__end"
+            assert gc_id in ended, f"a record of GC {gc_id} fired before its gc__end: inside the pause"
+            assert rts < ended[gc_id], f"a record of GC {gc_id} made after its gc__end"
             records[(gc_id, rtid, kind, address, size, used, dest)] += 1
             batch_seen[gc_id] += 1
             assert rts <= ts
+        elif name == "plab__batch":  # records, count, record_bytes, tid, safepoint_id, last
+            if a[4] not in safepoints_ended:  # (only the safepoint that ends the VM, checked below)
+                early.add(a[4])
+            handed_over += 1
+            lasts[a[4]] += a[5]
+        elif name == "safepoint__end":
+            safepoints_ended.add(a[7])
+        elif name == "safepoint__begin":
+            safepoints_begun.add(a[1])
         elif name == "gc__end":
-            ended.add(a[0])
+            ended[a[0]] = ts
     assert sum(separate.values()) > 200, sum(separate.values())
     assert records == separate
+    assert handed_over > 0
+    # Fired before its safepoint's end: only the one that ends the VM (it has no end).
+    assert early <= {max(safepoints_begun)} and max(safepoints_begun) not in safepoints_ended, early
+    # One last plab__batch after every safepoint while attached (the one that ends the VM aside).
+    assert set(lasts.values()) == {1} and len(safepoints_ended - set(lasts)) <= 1, (lasts, safepoints_ended)
     # Fewer hits: a batch carries up to 256 records.
     batches = sum(1 for e in events if e[0] == "plab__batch")
     assert batches * 4 < sum(records.values()), (batches, sum(records.values()))

@@ -94,3 +94,73 @@ def test_attach_detach_leaves_nothing_behind(jdks, patched_libjvm, java_classes)
         proc.stdin.write("go\n")
         proc.stdin.close()
         proc.wait(60)
+
+
+# The slow path's out-of-line bodies (jvmtraceSlowPath.inline.hpp wraps each in
+# a test of the probes' semaphores), and two HotSpot functions every slow path
+# and every TLAB refill runs: uprobes on these are not USDT probes, so they arm
+# nothing of the VM's.
+SLOW_PATH_BODIES = {
+    "begin": "_Z31jvmtrace_slow_path_begin_probedP10JavaThreadPK5KlassmP21JvmtraceSlowPathStart",
+    "end": "_Z29jvmtrace_slow_path_end_probedP10JavaThreadPK5KlassmPP12HeapWordImplbmmRK21JvmtraceSlowPathStartPj",
+    "refilled": "_Z29jvmtrace_tlab_refilled_probedP10JavaThreadPK5KlassPP12HeapWordImplmmm",
+    "track": "_Z30jvmtrace_sample_track_admittedP10JavaThreadP7oopDescmj",
+    "slow": "_ZNK12MemAllocator17mem_allocate_slowERNS_10AllocationE",
+    # (17's allocate_inside_tlab_slow, 21's and 25's mem_allocate_inside_tlab_slow)
+    "refill": "_ZNK12MemAllocator*allocate_inside_tlab_slowERNS_10AllocationE",
+}
+
+
+def count_calls(jdks, java_classes, libjvm, usdt=()):
+    """Calls of SLOW_PATH_BODIES while AllocWorker runs, with the USDT probes
+    named in usdt attached in the same bpftrace (nothing else of jvmtrace's)."""
+    cmd = java_cmd(jdks["patched"], java_classes, "G1", 64, "AllocWorker", 10_000_000)
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    bt = None
+    try:
+        out = LineReader(proc.stdout)
+        out.wait_for(lambda l: l.startswith("ready"), 60, "ready")
+        script = f'BEGIN {{ printf("{READY_MARK}\\n"); }} '
+        script += " ".join(f"uprobe:{libjvm}:{sym} /pid == {proc.pid}/ {{ @{k} = count(); }}"
+                           for k, sym in SLOW_PATH_BODIES.items())
+        script += " ".join(f" usdt:{libjvm}:jvmtrace:{p} /pid == {proc.pid}/ {{ }}" for p in usdt)
+        bt = subprocess.Popen(["bpftrace", "-p", str(proc.pid), "-e", script], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+        bt_out = LineReader(bt.stdout)
+        bt_out.wait_for(lambda l: l == READY_MARK, 60, "bpftrace to attach")
+        proc.stdin.write("go\n")
+        proc.stdin.close()
+        assert proc.wait(120) == 0
+        bt.send_signal(subprocess.signal.SIGINT)
+        bt.wait(60)
+        assert bt.returncode == 0, bt.stderr.read()[-1000:]
+        # bpftrace prints its maps as it exits ("@begin: 12"); a map never
+        # counted is not printed.
+        counts = dict.fromkeys(SLOW_PATH_BODIES, 0)
+        for line in bt_out.drain(30):
+            k, _, v = line.partition(": ")
+            if k.startswith("@") and k[1:] in counts:
+                counts[k[1:]] = int(v)
+        return counts
+    finally:
+        for p in (bt, proc):
+            if p is not None and p.poll() is None:
+                p.kill()
+
+
+def test_a_detached_slow_path_calls_nothing_of_jvmtrace(jdks, patched_libjvm, java_classes):
+    """Detached, every slow path tests the semaphores inline and calls no
+    body of jvmtrace's (before, each slow path made two calls); with
+    tlab__refill and alloc__slow__exit attached, every slow path calls the
+    begin and end bodies and every refill the refill's.  No sample is
+    tracked either way (sample__fates is not attached), so the tracking body
+    is never called: its id test is inline too."""
+    detached = count_calls(jdks, java_classes, patched_libjvm)
+    assert detached["slow"] > 1000 and detached["refill"] > 1000, detached
+    assert detached["begin"] == detached["end"] == detached["refilled"] == detached["track"] == 0, detached
+    attached = count_calls(jdks, java_classes, patched_libjvm, usdt=("tlab__refill", "alloc__slow__exit"))
+    assert attached["slow"] > 1000, attached
+    # (a slow path that began before bpftrace attached its USDT probes ends probed)
+    assert attached["begin"] <= attached["end"] == attached["slow"], attached
+    assert attached["slow"] - attached["begin"] <= 1, attached
+    assert attached["refilled"] > 1000 and attached["track"] == 0, attached

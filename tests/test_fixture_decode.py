@@ -24,7 +24,7 @@ BEGIN {{ printf("{READY_MARK}\\n"); }}
 {p}gc__pause__start {{ printf("gc__pause__start %u %s|%s %u %lu %lu\\n", arg0, str(arg1), str(arg2), arg3, arg4, arg5); }}
 {p}gc__pause__end {{ printf("gc__pause__end %u %s|%s %u %lu %lu\\n", arg0, str(arg1), str(arg2), arg3, arg4, arg5); }}
 {p}alloc__slow {{ printf("alloc__slow %lu %s %u %u %lu %lu\\n", arg0, str(arg1, arg2), arg2, arg3, arg4, arg5); }}
-{p}plab__batch {{ printf("plab__batch %u %u %d\\n", arg1, arg2, arg3); }}
+{p}plab__batch {{ printf("plab__batch %u %u %d %lu %u\\n", arg1, arg2, arg3, arg4, arg5); }}
 """
 
 
@@ -43,7 +43,7 @@ def expected(rounds, tid):
             f"gc__pause__start {i} Pause Sentinel {i % 7}|Sentinel cause {i % 4} {U64} {U64 - 2}",
             f"gc__pause__end {i} Pause Sentinel {i % 7}|Sentinel cause {i % 4} {U64 - 3} {U64 - 4}",
             f"alloc__slow {i} {NAME} 16 {i % 6} {0x10000 + i if i % 6 in (1, 3) else 0} {0x500 + i % 256}",
-            f"plab__batch 3 48 {tid}",
+            f"plab__batch 3 48 {tid} 0 0",
         ]
     return out
 
@@ -113,7 +113,7 @@ def test_every_argument_decodes_exactly_with_libbpf(usdt_fixture):
             # duration (5) and start_ns (9) are checked against the clock below
             ("alloc__slow", [i, None, 16, i % 6, 0x10000 + i if i % 6 in (1, 3) else 0, 0x500 + i % 256, U64,
                              U64 - 1 if i % 6 in (1, 3) else 0, U32, None, tid], cls),
-            ("plab__batch", [None, 3, 48, tid], ""),
+            ("plab__batch", [None, 3, 48, tid, 0, 0], ""),
             # records: ts_ns, address, bytes, used_bytes, gc_id, tid, kind, dest
             ("plab__batch.record", [None, U64, 0x2000, 0, i, tid, 0, i % 2], ""),
             ("plab__batch.record", [None, U64, 0x2000, 0x1800, i, tid, 1, i % 2], ""),

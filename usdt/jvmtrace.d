@@ -152,13 +152,26 @@ provider jvmtrace {
 	 *                            its promote__direct's)
 	 *     uint8_t  dest;         0 young/survivor, 1 old
 	 *     uint8_t  pad[6];       48 bytes in all
-	 * A thread's batch is flushed when it holds 256 records, and every
-	 * batch at the end of each collection (on the VM thread, before its
-	 * gc__end and its gc__pause__end): a collection's records all arrive
-	 * before its end.  Records are kept only while this probe is attached;
-	 * tid is the flushing thread. */
+	 * Nothing is fired while the world is stopped (but past 256 extra
+	 * batches in one safepoint, and at the safepoint that ends the VM): a
+	 * thread whose batch holds 256 records starts another, and once the
+	 * safepoint has ended
+	 * the VM thread fires every batch with records (before that
+	 * safepoint's alloc__batch records), safepoint_id being that
+	 * safepoint's.  So a collection's records arrive after its gc__end and
+	 * gc__pause__end; their ts_ns say where they belong, and a tracer that
+	 * holds what follows a safepoint__begin until that safepoint's last
+	 * alloc__batch (or, without alloc__batch, until that safepoint's last
+	 * plab__batch) puts them in place.  The last plab__batch of each
+	 * safepoint (possibly empty, fired after every safepoint while this
+	 * probe is attached) has last 1.
+	 * Where no batch can be had (malloc failed) a record is fired alone at
+	 * once, in the pause, with safepoint_id 0, as is a full batch past the
+	 * 256 extra ones (64k records) a safepoint may start.  Records are kept only while
+	 * this probe is attached; tid is the firing thread. */
 	probe plab__batch(uint64_t records, uint32_t count,
-	    uint32_t record_bytes, int32_t tid);
+	    uint32_t record_bytes, int32_t tid, uint64_t safepoint_id,
+	    uint32_t last);
 
 	/* Stop-the-world pauses ------------------------------------------- */
 

@@ -36,7 +36,9 @@ bool check_target(const char* cmd, pid_t pid, const std::string& binary, Target*
     std::fprintf(stderr, "%s: PID %d exited while it was being looked at\n", cmd, pid);
     return false;
   }
-  t->probes = usdt_probe_names(t->binary.path(), "jvmtrace");
+  t->probe_args = usdt_probe_args(t->binary.path(), "jvmtrace");
+  t->probes.clear();
+  for (const auto& [name, args] : t->probe_args) t->probes.insert(name);
   t->has_probes = !t->probes.empty();
   return true;
 }
@@ -113,6 +115,11 @@ bool BpfSession::has_pause_probes() const {
 bool BpfSession::has_safepoint_probes() const {
   return !stock_ && target_.probes.count("safepoint__end") &&
          std::find(absent_.begin(), absent_.end(), "safepoint__end") == absent_.end();
+}
+
+bool BpfSession::plab_handed_over() const {
+  const auto it = target_.probe_args.find("plab__batch");
+  return !stock_ && probe_set_ != ProbeSet::kSeparate && it != target_.probe_args.end() && it->second >= 6;
 }
 
 std::string BpfSession::drain(const volatile __u64* drained_ns, uint64_t end_ns,

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,6 +31,7 @@ struct Target {
   TargetFile binary;  // the ELF file the probes are in; binary.shown() names it
   bool has_probes = false;
   std::set<std::string> probes;  // the jvmtrace probes it declares
+  std::map<std::string, int> probe_args;  // ...with their argument counts
 };
 bool check_target(const char* cmd, pid_t pid, const std::string& binary, Target* t);
 
@@ -92,6 +94,9 @@ class BpfSession {
   // False for a VM patched before safepoint__begin/end (and the pause probes
   // of ZGC and Shenandoah, which came with them).
   bool has_safepoint_probes() const;
+  // True when this JVM fires a safepoint's PLAB records after it (plab__batch
+  // with safepoint_id and last) and the probe set attaches plab__batch.
+  bool plab_handed_over() const;
 
   // The end, on a JVM that still runs, with the batched probes: waits until
   // the VM has handed over every slow path that ended by end_ns (see

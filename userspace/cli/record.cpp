@@ -198,8 +198,9 @@ void print_summary(const Options& o, const trace::TraceWriter& writer, const Rec
     std::fprintf(stderr, "jvmtrace record: %llu batched slow paths ended outside the recording (before its attach "
                  "or after its end): not recorded\n", (unsigned long long)recorder.outside_window_);
   if (o.verbose && recorder.hold_counts_.holds)
-    std::fprintf(stderr, "jvmtrace record: %llu safepoints' records put before their pauses (%llu cut short: the "
-                 "last batch late or lost; at most %llu events held)\n",
+    std::fprintf(stderr, "jvmtrace record: %llu safepoints' records put in place, slow paths before their pauses "
+                 "and PLAB events in them (%llu cut short: the last batch late or lost; at most %llu events "
+                 "held)\n",
                  (unsigned long long)recorder.hold_counts_.holds, (unsigned long long)recorder.hold_counts_.cut_short,
                  (unsigned long long)recorder.hold_counts_.max_held);
   if (recorder.plab_undone_)
@@ -314,6 +315,7 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
       select_probe_set(usdt_skel->obj, bpf.probe_set());
       bpf_map__set_max_entries(usdt_skel->maps.events, static_cast<uint32_t>(ring_bytes));
       usdt_skel->rodata->wakeup_bytes = ring_bytes / 8;
+      usdt_skel->rodata->plab_last_wakes = bpf.probe_set() != ProbeSet::kBatched;
       // --stacks: the VM's own Java stacks when it has alloc__sample, else a
       // BPF user stack per slow path (which needs frame pointers and the
       // perf map to name Java frames).
@@ -336,9 +338,13 @@ int record_pid(Options& o, trace::TraceWriter& writer, Segments& segments, Launc
   }
 
   Recorder recorder(bpf.target().proc, &writer, stock ? &bpf.stock_target() : nullptr);
-  // A VM that hands a safepoint's slow paths over after it: the trace keeps
-  // them before that safepoint's pauses.
-  recorder.hold_safepoints(!stock && bpf.probe_set() == ProbeSet::kBatched && bpf.has_safepoint_probes());
+  // A VM that hands a safepoint's slow paths and PLAB events over after it:
+  // the trace keeps them before that safepoint's pauses, and in them.
+  {
+    const bool batched = !stock && bpf.probe_set() == ProbeSet::kBatched;
+    recorder.hold_safepoints(bpf.has_safepoint_probes() && (batched || bpf.plab_handed_over()),
+                             !batched);
+  }
   // --stacks: the perf map first (the attach operation takes ~0.1-0.5 s),
   // so that the first stacks already have their Java frames' names.  A
   // refresh that fails says why itself (stack_symbolizer.cpp).

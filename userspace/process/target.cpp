@@ -146,11 +146,11 @@ std::string process_cmdline(pid_t pid) {
   return s;
 }
 
-std::set<std::string> usdt_probe_names(const std::string& elf_path, const std::string& provider) {
-  std::set<std::string> names;
-  if (elf_version(EV_CURRENT) == EV_NONE) return names;
+std::map<std::string, int> usdt_probe_args(const std::string& elf_path, const std::string& provider) {
+  std::map<std::string, int> probes;
+  if (elf_version(EV_CURRENT) == EV_NONE) return probes;
   int fd = open(elf_path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return names;
+  if (fd < 0) return probes;
   Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
   size_t shstrndx = 0;
   if (elf && elf_getshdrstrndx(elf, &shstrndx) == 0) {
@@ -170,12 +170,32 @@ std::set<std::string> usdt_probe_names(const std::string& elf_path, const std::s
         const size_t left = nh.n_descsz - 24;
         const size_t plen = strnlen(desc, left);
         if (plen != provider.size() || provider.compare(0, plen, desc, plen) != 0 || plen + 1 >= left) continue;
-        names.emplace(desc + plen + 1, strnlen(desc + plen + 1, left - plen - 1));
+        const char* probe = desc + plen + 1;
+        const size_t nlen = strnlen(probe, left - plen - 1);
+        // The arguments: "size@location" each, separated by spaces.
+        int args = 0;
+        if (plen + 1 + nlen + 1 < left) {
+          const char* a = probe + nlen + 1;
+          const size_t alen = strnlen(a, left - plen - 1 - nlen - 1);
+          bool in = false;
+          for (size_t i = 0; i < alen; i++) {
+            if (a[i] != ' ' && !in) args++;
+            in = a[i] != ' ';
+          }
+        }
+        int& kept = probes[std::string(probe, nlen)];
+        kept = std::max(kept, args);
       }
     }
   }
   if (elf) elf_end(elf);
   close(fd);
+  return probes;
+}
+
+std::set<std::string> usdt_probe_names(const std::string& elf_path, const std::string& provider) {
+  std::set<std::string> names;
+  for (const auto& [name, args] : usdt_probe_args(elf_path, provider)) names.insert(name);
   return names;
 }
 

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -88,5 +89,8 @@ bool has_usdt_provider(const std::string& elf_path, const std::string& provider)
 // The names of provider's probes in elf_path's .note.stapsdt (empty if none,
 // or the file cannot be read).
 std::set<std::string> usdt_probe_names(const std::string& elf_path, const std::string& provider);
+// The same probes with their argument counts (a probe at several sites: the
+// most any site has).
+std::map<std::string, int> usdt_probe_args(const std::string& elf_path, const std::string& provider);
 
 }  // namespace jvmtrace

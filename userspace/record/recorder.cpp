@@ -563,11 +563,16 @@ uint32_t Recorder::vm_method(const std::string& symbol) {
 }
 
 void Recorder::add_plab_batch(const jt_event& k, size_t size, bool has_stack) {
-  const size_t head = JT_EVENT_SIZE(3);
-  if (has_stack || k.nargs != 3 || size < head) {
+  // (3 arguments: a VM that fires a pause's batches in it; JT_PLAB_BATCH_ARGS:
+  // one that hands a safepoint's over after it)
+  const size_t head = JT_EVENT_SIZE(k.nargs);
+  if (has_stack || (k.nargs != 3 && k.nargs != JT_PLAB_BATCH_ARGS) || size < head) {
     malformed_++;
     return;
   }
+  const uint64_t safepoint_id = k.nargs == JT_PLAB_BATCH_ARGS ? k.args[3] : 0;
+  const bool releases = release_on_plab_last_ && k.nargs == JT_PLAB_BATCH_ARGS && k.args[4] != 0 &&
+                        w_->holding() && safepoint_id == hold_id_;
   const uint64_t count = k.args[1], step = k.args[2];
   const uint8_t* p = reinterpret_cast<const uint8_t*>(&k) + head;
   const size_t avail = size - head;
@@ -631,6 +636,10 @@ void Recorder::add_plab_batch(const jt_event& k, size_t size, bool has_stack) {
   // without bound: written now, in time order among themselves.
   if (pending_plab_.size() >= kMaxPendingPlab) flush_plab_events();
   malformed_ += count - n;  // cut in the kernel, or unreadable there: lost, counted
+  if (releases) {
+    flush_plab_events();
+    release_held();
+  }
 }
 
 int64_t Recorder::stack(int64_t kid) {
@@ -784,7 +793,11 @@ void Recorder::flush_plab_events() {
   if (pending_plab_.empty()) return;
   std::stable_sort(pending_plab_.begin(), pending_plab_.end(),
                    [](const trace::Event& a, const trace::Event& b) { return a.ts_ns < b.ts_ns; });
-  for (const trace::Event& e : pending_plab_) w_->event(e);
+  if (w_->holding()) {
+    w_->hold_in_order(pending_plab_);
+  } else {
+    for (const trace::Event& e : pending_plab_) w_->event(e);
+  }
   pending_plab_.clear();
 }
 

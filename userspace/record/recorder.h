@@ -83,15 +83,20 @@ class Recorder {
   void stop_reading() { counting_only_ = true; }
   uint64_t left_unread_ = 0;  // records counted after stop_reading (trace::kLostLeftUnread)
 
-  // Writes the PLAB events of batches still waiting, in time order.
+  // Writes the PLAB events of batches still waiting, in time order; while
+  // a safepoint is held, among the held events by time (into their pause).
   void flush_plab_events();
-  // alloc__batch from a VM that hands a safepoint's records over after it
-  // (its batches carry the safepoint's id): what follows a safepoint's
-  // begin is held until that safepoint's last batch has been written, so
-  // the trace keeps every slow path before the pauses after it.  At most
-  // kMaxHoldNs of event time or kMaxHeldEvents events (else written as it
-  // came, counted).
-  void hold_safepoints(bool on) { hold_safepoints_ = on; }
+  // A VM that hands a safepoint's records over after it (alloc__batch and
+  // plab__batch carry the safepoint's id): what follows a safepoint's
+  // begin is held until that safepoint's last batch has come, so the trace
+  // keeps every slow path before the pauses after it and every PLAB event
+  // inside its pause.  The last batch is alloc__batch's, or plab__batch's
+  // when alloc__batch is not attached (plab_last).  At most kMaxHoldNs of
+  // event time or kMaxHeldEvents events (else written as it came, counted).
+  void hold_safepoints(bool on, bool plab_last = false) {
+    hold_safepoints_ = on;
+    release_on_plab_last_ = plab_last;
+  }
   // Writes what is held (the recording ends).
   void release_held();
   struct HoldCounts {
@@ -194,6 +199,7 @@ class Recorder {
   void add_sample_fates(const jt_event& k, size_t size, bool has_stack);
   // The hold around a safepoint (hold_safepoints).
   bool hold_safepoints_ = false;
+  bool release_on_plab_last_ = false;
   uint64_t hold_id_ = 0, hold_start_ns_ = 0;
 
   // One slow path as the separate probes would have recorded it: the enter

@@ -93,9 +93,9 @@ int on_event(void* ctx, void* data, size_t size) {
     name = "alloc__slow";
     nargs = 11;
     tid_arg = 10;
-  } else if (e->probe == JT_K_PLAB_BATCH) {
+  } else if (e->probe == JT_K_PLAB_BATCH) {  // records, count, record_bytes, tid, safepoint_id, last
     name = "plab__batch";
-    nargs = 4;
+    nargs = 6;
     tid_arg = 3;
   } else if (e->probe == JT_RAW_PLAB_RECORD) {  // ts_ns, address, bytes, used_bytes, gc_id, tid, kind, dest
     name = "plab__batch.record";

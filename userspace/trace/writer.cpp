@@ -192,6 +192,22 @@ void TraceWriter::release() {
   }
 }
 
+void TraceWriter::hold_in_order(const std::vector<Event>& events) {
+  if (failed() || events.empty()) return;
+  std::vector<Held> merged;
+  merged.reserve(held_.size() + events.size());
+  size_t j = 0;
+  for (const Held& h : held_) {
+    if (!h.is_stack) {
+      const uint64_t ts = h.fates ? held_fates_[h.fates - 1].ts_ns : h.event.ts_ns;
+      while (j < events.size() && events[j].ts_ns < ts) merged.push_back(Held{false, 0, events[j++]});
+    }
+    merged.push_back(h);
+  }
+  while (j < events.size()) merged.push_back(Held{false, 0, events[j++]});
+  held_.swap(merged);
+}
+
 void TraceWriter::fates(const Fates& f) {
   if (failed()) return;
   if (holding_) {  // (a collection's fates after its held gc__start)

@@ -67,6 +67,11 @@ class TraceWriter {
   // every slow path before the pauses after it.
   void hold() { holding_ = true; }
   void release();
+  // While holding: events (in ts_ns order) go among the held records, each
+  // before the first held event or fates batch later than it (a stack stays
+  // after its event).  A safepoint's PLAB records, handed over after it, go
+  // back into their pause this way.
+  void hold_in_order(const std::vector<Event>& events);
   bool holding() const { return holding_; }
   size_t held() const { return held_.size(); }
   class Bypass {

@@ -45,42 +45,23 @@ void jvmtrace_service_work(JavaThread* jt);
 // ends the VM fires them here: it has no after.
 void jvmtrace_alloc_at_safepoint();
 
-// The VM thread once the safepoint has ended (VMThread::inner_execute, after
-// SafepointSynchronize::end()): fires what the safepoint took, in end_ns
-// order, and alloc__drain; frees the buffers.
+// The VM thread once the safepoint has ended (VMThread::wait_for_operation,
+// once the operation's requester is released): fires the safepoint's PLAB
+// records (plab__batch), then the alloc__batch records it took, in end_ns
+// order, and alloc__drain; keeps the buffers for reuse.
 void jvmtrace_after_safepoint();
 
 // A JavaThread in JavaThread::exit (or a failed JNI attach), in
 // _thread_in_vm, before its TLAB is retired: reports its pending records.
 void jvmtrace_alloc_thread_exit();
 
-// --- the allocation slow path (MemAllocator, every line) ------------------------
-
-// What mem_allocate_slow knows at its start.
-struct JvmtraceSlowPathStart {
-  jlong start_ns;              // 0: not measured
-  unsigned int gcs_before;
-};
-JvmtraceSlowPathStart jvmtrace_slow_path_begin(JavaThread* thread, const Klass* klass, size_t word_size);
-// A new TLAB was filled for this slow path (tlab__refill).
-void jvmtrace_tlab_refilled(JavaThread* thread, const Klass* klass, HeapWord* mem, size_t tlab_words,
-                            size_t word_size, uint64_t retired_waste_bytes);
-// The slow path's end: alloc__slow__exit, alloc__slow, alloc__sample and
-// the alloc__batch record, whichever a tracer attached.  Returns the
-// sample's id when its object is to be tracked for sample__fates (0: not),
-// with the table's level at admission in *level.
-uint64_t jvmtrace_slow_path_end(JavaThread* thread, const Klass* klass, size_t word_size, HeapWord* mem,
-                                bool outside_tlab, size_t tlab_words, uint64_t retired_waste_bytes,
-                                const JvmtraceSlowPathStart& start, uint32_t* level);
-// MemAllocator::Allocation::notify_allocation(), first: the object of an
-// admitted sample, initialized now, gets its weak handle.
-void jvmtrace_sample_track(JavaThread* thread, oop obj, uint64_t sample_id, uint32_t level);
+// --- the allocation slow path: jvmtraceSlowPath.inline.hpp ----------------------
 
 // --- PLABs ----------------------------------------------------------------------
 
 // A GC worker's new PLAB (plab__alloc) and its retirement (plab__retire:
 // used_bytes of bytes used, the rest filled), with their plab__batch
-// records; in a pause.  dest: enum jvmtrace_plab_dest.
+// records (fired after the safepoint); in a pause.  dest: enum jvmtrace_plab_dest.
 void jvmtrace_plab_allocated(HeapWord* bottom, size_t bytes, uint32_t dest);
 void jvmtrace_plab_retired(HeapWord* bottom, size_t bytes, size_t used_bytes, uint32_t dest);
 // An object copied outside any PLAB (promote__direct and its plab__batch
@@ -93,9 +74,10 @@ void jvmtrace_direct_copy_undone(HeapWord* obj, size_t word_size, uint32_t dest)
 // --- gc__pause__start/end -----------------------------------------------------
 
 // A stop-the-world pause, one call each per "Pause ..." line of -Xlog:gc*:
-// the VM thread at the safepoint, in the pause's GCIdMark.  The start first
-// has nothing to flush (the safepoint took every alloc__batch record at its
-// start), the end flushes the PLAB records.  title: the log's text; cause: "" for none.
+// the VM thread at the safepoint, in the pause's GCIdMark.  Neither flushes
+// anything: the safepoint took every alloc__batch record at its start, and
+// the pause's PLAB records go out after the safepoint, before its
+// alloc__batch records.  title: the log's text; cause: "" for none.
 void jvmtrace_pause_start(const char* title, const char* cause, uint32_t kind);
 void jvmtrace_pause_end(const char* title, const char* cause, uint32_t kind);
 inline const char* jvmtrace_cause_text(GCCause::Cause c) {

@@ -41,7 +41,6 @@
 #include "runtime/safepoint.hpp"
 #include "runtime/safepointVerifiers.hpp"
 #include "runtime/task.hpp"
-#include "utilities/spinYield.hpp"
 #include "utilities/jvmtraceGlobals.hpp"
 #if INCLUDE_G1GC
 #include "gc/g1/g1CollectedHeap.inline.hpp"
@@ -54,6 +53,8 @@
 #endif
 #include "utilities/jvmtraceHooks.hpp"
 #include "utilities/jvmtraceProbes.hpp"
+#include "utilities/jvmtraceSlowPath.inline.hpp"
+#include "utilities/jvmtraceSpinLocker.hpp"
 
 typedef struct jvmtrace_fate_record JvmtraceFateRecord;
 
@@ -119,17 +120,6 @@ static volatile uint64_t jvmtrace_next_sample_id = 1;
 // many reported since the last scan.
 static volatile uint32_t jvmtrace_fates_gc_id = 0;
 static volatile uint32_t jvmtrace_fates_notifications = 0;
-
-class JvmtraceTableLocker : public StackObj {
- public:
-  JvmtraceTableLocker() {
-    SpinYield spin;
-    while (Atomic::cmpxchg(&jvmtrace_table_lock, 0, 1) != 0) {
-      spin.wait();
-    }
-  }
-  ~JvmtraceTableLocker() { Atomic::release_store(&jvmtrace_table_lock, 0); }
-};
 
 static JvmtraceFateRecord jvmtrace_fate(uint64_t id, uint32_t gc_id, uint8_t kind, uint8_t flags) {
   JvmtraceFateRecord r;
@@ -210,9 +200,9 @@ uint64_t jvmtrace_live_admit(uint64_t random_bits, uint32_t* level) {
   return Atomic::add(&jvmtrace_next_sample_id, (uint64_t)1) - 1;
 }
 
-void jvmtrace_sample_track(JavaThread* jt, oop obj, uint64_t id, uint32_t level) {
-  if (id == 0 || !JVMTRACE_SAMPLE_FATES_ENABLED()) {
-    return;  // not admitted, or the tracer went away meanwhile
+void jvmtrace_sample_track_admitted(JavaThread* jt, oop obj, uint64_t id, uint32_t level) {
+  if (!JVMTRACE_SAMPLE_FATES_ENABLED()) {
+    return;  // the tracer went away meanwhile
   }
   NoSafepointVerifier nsv;
   // Not WeakHandle's constructor: it ends the VM when no entry can be had.
@@ -229,7 +219,7 @@ void jvmtrace_sample_track(JavaThread* jt, oop obj, uint64_t id, uint32_t level)
     made = (JvmtraceLiveEntry*)os::malloc(sizeof(JvmtraceLiveEntry) * made_capacity, mtServiceability);
   }
   {
-    JvmtraceTableLocker locker;
+    JvmtraceSpinLocker locker(&jvmtrace_table_lock);
     if (jvmtrace_table == nullptr && made != nullptr) {
       jvmtrace_table = made;
       jvmtrace_table_capacity = made_capacity;
@@ -358,7 +348,7 @@ static void jvmtrace_live_scan(JavaThread* jt, JvmtraceFateBatch& batch, uint32_
       }
       if (n_dead != 0) {
         // Highest first: what moves into a freed index comes from above it.
-        JvmtraceTableLocker locker;
+        JvmtraceSpinLocker locker(&jvmtrace_table_lock);
         for (uint32_t d = n_dead; d-- > 0;) {
           const uint32_t last = jvmtrace_table_count - 1;
           jvmtrace_table[dead_at[d]] = jvmtrace_table[last];
@@ -389,7 +379,7 @@ static void jvmtrace_live_thin(JavaThread* jt, JvmtraceFateBatch& batch) {
   }
   batch.fire();
   {
-    JvmtraceTableLocker locker;
+    JvmtraceSpinLocker locker(&jvmtrace_table_lock);
     if (jvmtrace_table == nullptr ||
         jvmtrace_table_count < jvmtrace_table_capacity - jvmtrace_table_capacity / 8) {
       return;
@@ -405,7 +395,7 @@ static void jvmtrace_live_thin(JavaThread* jt, JvmtraceFateBatch& batch) {
     uint32_t n = 0;
     {
       NoSafepointVerifier nsv;
-      JvmtraceTableLocker locker;
+      JvmtraceSpinLocker locker(&jvmtrace_table_lock);
       const uint32_t bottom = top > CHUNK ? top - CHUNK : 0;
       for (uint32_t k = top; k-- > bottom;) {
         if ((jvmtrace_random() & 1) == 0) {
@@ -431,7 +421,7 @@ static void jvmtrace_live_pending(JvmtraceFateBatch& batch) {
   uint32_t n;
   uint64_t lost;
   {
-    JvmtraceTableLocker locker;
+    JvmtraceSpinLocker locker(&jvmtrace_table_lock);
     n = jvmtrace_pending_count;
     memcpy(copy, jvmtrace_pending, n * sizeof(JvmtraceFateRecord));
     jvmtrace_pending_count = 0;
@@ -448,7 +438,7 @@ static void jvmtrace_live_cleanup(JavaThread* jt) {
   JvmtraceLiveEntry* table;
   uint32_t count;
   {
-    JvmtraceTableLocker locker;
+    JvmtraceSpinLocker locker(&jvmtrace_table_lock);
     table = jvmtrace_table;
     count = jvmtrace_table_count;
     jvmtrace_table = nullptr;

@@ -35,55 +35,88 @@
 #endif
 #include "utilities/jvmtraceHooks.hpp"
 #include "utilities/jvmtraceProbes.hpp"
+#include "utilities/jvmtraceSlowPath.inline.hpp"
+#include "utilities/jvmtraceSpinLocker.hpp"
 
 #define JVMTRACE_SEMAPHORE(probe) \
   unsigned short jvmtrace_##probe##_semaphore __attribute__((used, section(".probes"))) = 0;
 JVMTRACE_PROBES(JVMTRACE_SEMAPHORE)
 
-// plab__batch: one batch per thread that ever reported a PLAB event while
-// the probe was attached (GC workers and the VM thread), allocated then and
-// never freed, on a list the VM thread walks at the end of a collection.
-// Only its own thread appends to a batch, during a collection; the VM thread
-// empties every batch at the collection's end, after the workers are done.
+// plab__batch: a GC thread's PLAB events (GC workers and the VM thread), in
+// batches of 256 records.  Each thread appends to its own batch during a
+// pause; a full batch stays on the list and the thread takes a new one, so
+// nothing is fired while the world is stopped.  After the safepoint (before
+// its alloc__batch records) the VM thread fires every batch with records,
+// frees the full ones and empties each thread's own for the next pause.
+// A thread's own batch is made on its first PLAB event while attached and
+// kept: GC threads live as long as the VM.  Only GC threads in a pause
+// append, and the next pause cannot start before the VM thread is done with
+// the last one's batches (it runs both), so nothing else guards a batch.
 static const uint32_t JVMTRACE_PLAB_BATCH_RECORDS = 256;
 struct JvmtracePlabBatch {
   JvmtracePlabBatch* next;
   uint32_t count;
+  bool full;                      // no longer its thread's own: freed once fired
   JvmtracePlabRecord records[JVMTRACE_PLAB_BATCH_RECORDS];
 };
 static JvmtracePlabBatch* volatile jvmtrace_plab_batches = nullptr;
 static THREAD_LOCAL JvmtracePlabBatch* jvmtrace_own_plab_batch = nullptr;
-
-static void jvmtrace_plab_flush(JvmtracePlabBatch* batch) {
-  // Records made while attached but flushed after a detach are dropped.
-  if (batch->count != 0 && JVMTRACE_PLAB_BATCH_ENABLED()) {
-    JVMTRACE_PLAB_BATCH((uint64_t)p2i(batch->records), batch->count,
-                        (uint32_t)sizeof(JvmtracePlabRecord),
-                        jvmtrace_tid(Thread::current()));
-  }
-  batch->count = 0;
-}
+static volatile bool jvmtrace_plab_pending = false;  // a record waits for after the safepoint
+// Batches started in a pause beyond each thread's own are capped: past the
+// cap a full batch is fired at once, in the pause, as before (a pause that
+// promotes gigabytes in small PLABs would otherwise malloc without bound).
+static const uint32_t JVMTRACE_PLAB_MAX_EXTRA = 256;  // 3 MiB, 65,536 records a safepoint
+static volatile uint32_t jvmtrace_plab_extra = 0;
 
 // Where a batch cannot be had (malloc failed), a record goes out alone from
 // the stack: one hit, nothing lost.  malloc is tried again every 256th time.
 static const uint32_t JVMTRACE_MALLOC_RETRY = 256;
 
+// Out of line, its arguments in registers (as jvmtrace_alloc_fire).
+NOINLINE static void jvmtrace_plab_fire(const JvmtracePlabRecord* records, uint32_t count, uint64_t safepoint_id,
+                                        bool last) {
+  asm volatile("" : "+r"(safepoint_id));
+  // Records made while attached but fired after a detach are dropped.
+  if (JVMTRACE_PLAB_BATCH_ENABLED()) {
+    JVMTRACE_PLAB_BATCH((uint64_t)p2i(records), count, (uint32_t)sizeof(JvmtracePlabRecord),
+                        jvmtrace_tid(Thread::current()), safepoint_id, (uint32_t)(last ? 1 : 0));
+  }
+}
+
+static JvmtracePlabBatch* jvmtrace_new_plab_batch() {
+  JvmtracePlabBatch* batch = (JvmtracePlabBatch*)os::malloc(sizeof(JvmtracePlabBatch), mtServiceability);
+  if (batch != nullptr) {
+    batch->count = 0;
+    batch->full = false;
+    JvmtracePlabBatch* head;
+    do {
+      head = Atomic::load(&jvmtrace_plab_batches);
+      batch->next = head;
+    } while (Atomic::cmpxchg(&jvmtrace_plab_batches, head, batch) != head);
+  }
+  return batch;
+}
+
 void jvmtrace_plab_append(JvmtracePlabRecordKind kind, uint64_t address, uint64_t bytes,
                           uint64_t used_bytes, uint32_t dest) {
   assert(SafepointSynchronize::is_at_safepoint(), "PLAB events come from stop-the-world pauses");
   static THREAD_LOCAL uint32_t malloc_failures = 0;
-  JvmtracePlabBatch* batch = jvmtrace_own_plab_batch;
-  if (batch == nullptr && malloc_failures % JVMTRACE_MALLOC_RETRY == 0) {
-    batch = (JvmtracePlabBatch*)os::malloc(sizeof(JvmtracePlabBatch), mtServiceability);
-    if (batch != nullptr) {
+  // Only at a safepoint may a batch be touched (the VM thread fires and
+  // frees them after it): anywhere else (no collector does it today) a
+  // record goes out alone.
+  const bool at_safepoint = SafepointSynchronize::is_at_safepoint();
+  JvmtracePlabBatch* batch = at_safepoint ? jvmtrace_own_plab_batch : nullptr;
+  if (batch != nullptr && batch->count == JVMTRACE_PLAB_BATCH_RECORDS) {
+    if (Atomic::add(&jvmtrace_plab_extra, (uint32_t)1) <= JVMTRACE_PLAB_MAX_EXTRA) {
+      batch->full = true;  // kept for after the safepoint; a new one for this thread
+      batch = jvmtrace_own_plab_batch = nullptr;
+    } else {
+      jvmtrace_plab_fire(batch->records, batch->count, 0, false);  // past the cap: now
       batch->count = 0;
-      JvmtracePlabBatch* head;
-      do {
-        head = Atomic::load(&jvmtrace_plab_batches);
-        batch->next = head;
-      } while (Atomic::cmpxchg(&jvmtrace_plab_batches, head, batch) != head);
-      jvmtrace_own_plab_batch = batch;
     }
+  }
+  if (batch == nullptr && at_safepoint && malloc_failures % JVMTRACE_MALLOC_RETRY == 0) {
+    batch = jvmtrace_own_plab_batch = jvmtrace_new_plab_batch();
   }
   JvmtracePlabRecord alone;
   JvmtracePlabRecord* r = batch != nullptr ? &batch->records[batch->count++] : &alone;
@@ -97,23 +130,43 @@ void jvmtrace_plab_append(JvmtracePlabRecordKind kind, uint64_t address, uint64_
   r->dest = (uint8_t)dest;
   memset(r->pad, 0, sizeof(r->pad));
   if (batch == nullptr) {
-    malloc_failures++;
-    if (JVMTRACE_PLAB_BATCH_ENABLED()) {
-      JVMTRACE_PLAB_BATCH((uint64_t)p2i(r), (uint32_t)1, (uint32_t)sizeof(JvmtracePlabRecord),
-                          jvmtrace_tid(Thread::current()));
-    }
-  } else if (batch->count == JVMTRACE_PLAB_BATCH_RECORDS) {
-    jvmtrace_plab_flush(batch);
+    if (at_safepoint) malloc_failures++;
+    jvmtrace_plab_fire(r, 1, 0, false);
+  } else if (!jvmtrace_plab_pending) {
+    jvmtrace_plab_pending = true;
   }
 }
 
-void jvmtrace_plab_flush_all() {
-  if (Atomic::load(&jvmtrace_plab_batches) == nullptr ||
-      !SafepointSynchronize::is_at_safepoint() || !Thread::current()->is_VM_thread()) {
-    return;
+// The VM thread after a safepoint: every batch's records, the full batches
+// freed.  With last, the final hit says so (an empty one if nothing waited):
+// a tracer learns there that the safepoint's PLAB records are all in.
+static void jvmtrace_plab_fire_all(uint64_t safepoint_id, bool last) {
+  uint32_t n = 0;
+  jvmtrace_plab_extra = 0;
+  if (jvmtrace_plab_pending) {
+    jvmtrace_plab_pending = false;
+    for (JvmtracePlabBatch* b = jvmtrace_plab_batches; b != nullptr; b = b->next) {
+      if (b->count != 0) n++;
+    }
+    uint32_t i = 0;
+    for (JvmtracePlabBatch* b = jvmtrace_plab_batches; b != nullptr; b = b->next) {
+      if (b->count != 0) {
+        jvmtrace_plab_fire(b->records, b->count, safepoint_id, last && ++i == n);
+        b->count = 0;
+      }
+    }
+    JvmtracePlabBatch* volatile* link = &jvmtrace_plab_batches;
+    for (JvmtracePlabBatch* b = *link; b != nullptr; b = *link) {
+      if (b->full) {
+        *link = b->next;
+        os::free(b);
+      } else {
+        link = &b->next;
+      }
+    }
   }
-  for (JvmtracePlabBatch* b = Atomic::load(&jvmtrace_plab_batches); b != nullptr; b = b->next) {
-    jvmtrace_plab_flush(b);
+  if (n == 0 && last) {
+    jvmtrace_plab_fire(nullptr, 0, safepoint_id, true);
   }
 }
 
@@ -126,8 +179,9 @@ void jvmtrace_plab_flush_all() {
 // safepoint waits out) and moves to a new generation, so owners drop their
 // stale pointers and start a new batch at their next slow path; once the
 // safepoint has ended it fires what the batches held, in end_ns order, and
-// frees them.  So nothing per thread runs while the world is stopped, and a
-// batch lives from one safepoint to the next.
+// keeps them for reuse (as many as the last two safepoints took; the rest
+// are freed).  So nothing per thread runs while the world is stopped, and
+// an allocating thread mallocs nothing after each safepoint.
 static const uint32_t JVMTRACE_ALLOC_BATCH_RECORDS = 128;
 static const jlong JVMTRACE_ALLOC_BATCH_AGE_NS = 100 * NANOSECS_PER_MILLISEC;
 struct JvmtraceAllocBatch {
@@ -142,9 +196,17 @@ static THREAD_LOCAL JvmtraceAllocBatch* jvmtrace_own_alloc_batch = nullptr;
 static THREAD_LOCAL uint64_t jvmtrace_own_alloc_generation = 0;
 // What the current safepoint took (VM thread only).
 static JvmtraceAllocBatch* jvmtrace_alloc_taken = nullptr;
-static uint64_t jvmtrace_alloc_taken_safepoint = 0;
 static jlong jvmtrace_alloc_taken_ns = 0;
 static bool jvmtrace_alloc_taking = false;  // a safepoint took (possibly nothing) while attached
+static bool jvmtrace_plab_taking = false;   // plab__batch was attached at the safepoint
+static uint64_t jvmtrace_handover_safepoint = 0;
+
+// Batches fired and kept for reuse (under jvmtrace_alloc_spare_lock: the
+// owners take, the VM thread gives back).
+static JvmtraceAllocBatch* jvmtrace_alloc_spare = nullptr;
+static uint32_t jvmtrace_alloc_spare_count = 0;
+static volatile int jvmtrace_alloc_spare_lock = 0;
+static uint32_t jvmtrace_alloc_taken_before = 0;  // batches the safepoint before took (VM thread)
 
 // Out of line, its arguments in registers (a global's would be "sym(%rip)",
 // which no USDT reader can follow).
@@ -171,7 +233,17 @@ static JvmtraceAllocBatch* jvmtrace_own_alloc() {
     malloc_failures++;
     return nullptr;
   }
-  b = (JvmtraceAllocBatch*)os::malloc(sizeof(JvmtraceAllocBatch), mtServiceability);
+  {
+    JvmtraceSpinLocker locker(&jvmtrace_alloc_spare_lock);
+    b = jvmtrace_alloc_spare;
+    if (b != nullptr) {
+      jvmtrace_alloc_spare = b->next;
+      jvmtrace_alloc_spare_count--;
+    }
+  }
+  if (b == nullptr) {
+    b = (JvmtraceAllocBatch*)os::malloc(sizeof(JvmtraceAllocBatch), mtServiceability);
+  }
   if (b == nullptr) {
     malloc_failures++;
     return nullptr;
@@ -221,12 +293,56 @@ void jvmtrace_alloc_thread_exit() {
     return;  // none, or taken by a safepoint already
   }
   jvmtrace_alloc_fire(b->records, b->count, 0, false);
-  b->count = 0;  // the next safepoint frees it
+  b->count = 0;  // the next safepoint takes it (kept for reuse, or freed)
+}
+
+// Frees a list of batches.
+static void jvmtrace_alloc_free(JvmtraceAllocBatch* list) {
+  while (list != nullptr) {
+    JvmtraceAllocBatch* next = list->next;
+    os::free(list);
+    list = next;
+  }
+}
+
+// The batches a safepoint took, fired: kept for the owners' next batches,
+// up to as many as either of the last two safepoints took (a steady program
+// mallocs nothing; one that stopped allocating gives its memory back within
+// two safepoints).
+static void jvmtrace_alloc_keep(JvmtraceAllocBatch* taken) {
+  uint32_t n = 0;
+  for (JvmtraceAllocBatch* b = taken; b != nullptr; b = b->next) n++;
+  const uint32_t keep = MAX2(n, jvmtrace_alloc_taken_before);
+  jvmtrace_alloc_taken_before = n;
+  JvmtraceAllocBatch* spill = nullptr;
+  {
+    JvmtraceSpinLocker locker(&jvmtrace_alloc_spare_lock);
+    while (taken != nullptr) {
+      JvmtraceAllocBatch* next = taken->next;
+      if (jvmtrace_alloc_spare_count < keep) {
+        taken->next = jvmtrace_alloc_spare;
+        jvmtrace_alloc_spare = taken;
+        jvmtrace_alloc_spare_count++;
+      } else {
+        taken->next = spill;
+        spill = taken;
+      }
+      taken = next;
+    }
+    while (jvmtrace_alloc_spare_count > keep) {
+      JvmtraceAllocBatch* b = jvmtrace_alloc_spare;
+      jvmtrace_alloc_spare = b->next;
+      jvmtrace_alloc_spare_count--;
+      b->next = spill;
+      spill = b;
+    }
+  }
+  jvmtrace_alloc_free(spill);  // (outside the lock)
 }
 
 // The taken batches' records, merged in end_ns order (each batch is in
 // order: one thread's), fired JVMTRACE_ALLOC_BATCH_RECORDS at a time; the
-// last batch (possibly empty) says so.  Then the batches are freed.
+// last batch (possibly empty) says so.  Then the batches are kept for reuse.
 static void jvmtrace_alloc_fire_taken(JvmtraceAllocBatch* taken, uint64_t safepoint_id) {
   static JvmtraceAllocRecord staged[JVMTRACE_ALLOC_BATCH_RECORDS];
   // A binary heap of the batches with records left, by their next end_ns.
@@ -277,11 +393,7 @@ static void jvmtrace_alloc_fire_taken(JvmtraceAllocBatch* taken, uint64_t safepo
     os::free(heap);
   }
   jvmtrace_alloc_fire(staged, staged_n, safepoint_id, true);
-  while (taken != nullptr) {
-    JvmtraceAllocBatch* next = taken->next;
-    os::free(taken);
-    taken = next;
-  }
+  jvmtrace_alloc_keep(taken);
 }
 
 bool jvmtrace_alloc_drain_waiting() {
@@ -292,21 +404,33 @@ void jvmtrace_alloc_at_safepoint() {
   assert(SafepointSynchronize::is_at_safepoint() && Thread::current()->is_VM_thread(),
          "owners must be stopped");
   const bool attached = JVMTRACE_ALLOC_BATCH_ENABLED() != 0;
-  if (!attached && Atomic::load(&jvmtrace_alloc_batches) == nullptr) {
+  const bool plab_attached = JVMTRACE_PLAB_BATCH_ENABLED() != 0;
+  // (before any return: a tracer attaching during this safepoint gets its id)
+  jvmtrace_handover_safepoint = SafepointSynchronize::safepoint_id();
+  if (!attached && !plab_attached && Atomic::load(&jvmtrace_alloc_batches) == nullptr &&
+      jvmtrace_alloc_spare == nullptr && !jvmtrace_plab_pending) {
     return;  // detached, nothing left: nothing at all
   }
   // Several safepoints before an after (a nested begin cannot happen; a
   // safepoint not run through VMThread::inner_execute could): what an
   // earlier one took goes out first.
-  if (jvmtrace_alloc_taken != nullptr || jvmtrace_alloc_taking) {
+  if (jvmtrace_alloc_taken != nullptr || jvmtrace_alloc_taking || jvmtrace_plab_taking ||
+      jvmtrace_plab_pending) {
     jvmtrace_after_safepoint();
   }
   jvmtrace_alloc_taken = Atomic::load(&jvmtrace_alloc_batches);
   Atomic::store(&jvmtrace_alloc_batches, (JvmtraceAllocBatch*)nullptr);
   Atomic::inc(&jvmtrace_alloc_generation);
-  jvmtrace_alloc_taken_safepoint = SafepointSynchronize::safepoint_id();
   jvmtrace_alloc_taken_ns = os::javaTimeNanos();
   jvmtrace_alloc_taking = attached;
+  jvmtrace_plab_taking = plab_attached;
+  // Detached: the batches kept for reuse go too (the owners are stopped).
+  if (!attached && jvmtrace_alloc_spare != nullptr) {
+    jvmtrace_alloc_free(jvmtrace_alloc_spare);
+    jvmtrace_alloc_spare = nullptr;
+    jvmtrace_alloc_spare_count = 0;
+    jvmtrace_alloc_taken_before = 0;
+  }
   // The safepoints that end the VM have no after: their records now.
   const VM_Operation* op = VMThread::vm_operation();
   if (VMThread::should_terminate() || (op != nullptr && op->type() == VM_Operation::VMOp_Exit)) {
@@ -316,6 +440,13 @@ void jvmtrace_alloc_at_safepoint() {
 
 void jvmtrace_after_safepoint() {
   assert(Thread::current()->is_VM_thread(), "the VM thread's");
+  // The pauses' PLAB records first: a tracer that holds what followed the
+  // safepoint's begin until its last alloc__batch has them by then.
+  if (jvmtrace_plab_taking || jvmtrace_plab_pending) {
+    jvmtrace_plab_fire_all(jvmtrace_handover_safepoint,
+                           jvmtrace_plab_taking || JVMTRACE_PLAB_BATCH_ENABLED());
+    jvmtrace_plab_taking = false;
+  }
   if (jvmtrace_alloc_taken == nullptr && !jvmtrace_alloc_taking) {
     return;
   }
@@ -324,18 +455,14 @@ void jvmtrace_after_safepoint() {
   const bool attached = jvmtrace_alloc_taking;
   jvmtrace_alloc_taking = false;
   if (attached) {
-    jvmtrace_alloc_fire_taken(taken, jvmtrace_alloc_taken_safepoint);
+    jvmtrace_alloc_fire_taken(taken, jvmtrace_handover_safepoint);
     if (JVMTRACE_ALLOC_DRAIN_ENABLED()) {
       uint64_t flushed_ns = (uint64_t)jvmtrace_alloc_taken_ns;
       asm volatile("" : "+r"(flushed_ns));  // (a register, not "sym(%rip)")
       JVMTRACE_ALLOC_DRAIN(flushed_ns);
     }
   } else {
-    while (taken != nullptr) {  // detached: what is left is nobody's
-      JvmtraceAllocBatch* next = taken->next;
-      os::free(taken);
-      taken = next;
-    }
+    jvmtrace_alloc_free(taken);  // detached: what is left is nobody's
   }
 }
 
@@ -372,7 +499,6 @@ void jvmtrace_pause_start(const char* title, const char* cause, uint32_t kind) {
 }
 
 void jvmtrace_pause_end(const char* title, const char* cause, uint32_t kind) {
-  jvmtrace_plab_flush_all();  // the pause's PLAB records before its end
   if (!JVMTRACE_GC_PAUSE_END_ENABLED()) {
     return;
   }
@@ -413,23 +539,21 @@ static const char* jvmtrace_klass_name(const Klass* k, uint32_t* len) {
   return name != nullptr ? (const char*)name->base() : nullptr;
 }
 
-JvmtraceSlowPathStart jvmtrace_slow_path_begin(JavaThread* thread, const Klass* klass, size_t word_size) {
+void jvmtrace_slow_path_begin_probed(JavaThread* thread, const Klass* klass, size_t word_size,
+                                     JvmtraceSlowPathStart* s) {
   if (JVMTRACE_ALLOC_SLOW_ENTER_ENABLED()) {
     uint32_t len;
     const char* name = jvmtrace_klass_name(klass, &len);
     JVMTRACE_ALLOC_SLOW_ENTER((uint64_t)(word_size * HeapWordSize), name, len, jvmtrace_tid(thread));
   }
-  JvmtraceSlowPathStart s;
   // os::javaTimeNanos() is CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns().
   // Read only while alloc__slow or alloc__batch is attached: 0 says "not
   // measured".
-  s.start_ns = JVMTRACE_ALLOC_SLOW_ENABLED() || JVMTRACE_ALLOC_BATCH_ENABLED() ? os::javaTimeNanos() : 0;
-  s.gcs_before = Universe::heap()->total_collections();
-  return s;
+  s->start_ns = JVMTRACE_ALLOC_SLOW_ENABLED() || JVMTRACE_ALLOC_BATCH_ENABLED() ? os::javaTimeNanos() : 0;
 }
 
-void jvmtrace_tlab_refilled(JavaThread* thread, const Klass* klass, HeapWord* mem, size_t tlab_words,
-                            size_t word_size, uint64_t retired_waste_bytes) {
+void jvmtrace_tlab_refilled_probed(JavaThread* thread, const Klass* klass, HeapWord* mem, size_t tlab_words,
+                                   size_t word_size, uint64_t retired_waste_bytes) {
   if (JVMTRACE_TLAB_REFILL_ENABLED()) {
     uint32_t len;
     const char* name = jvmtrace_klass_name(klass, &len);
@@ -439,9 +563,9 @@ void jvmtrace_tlab_refilled(JavaThread* thread, const Klass* klass, HeapWord* me
   }
 }
 
-uint64_t jvmtrace_slow_path_end(JavaThread* thread, const Klass* klass, size_t word_size, HeapWord* mem,
-                                bool outside_tlab, size_t tlab_words, uint64_t retired_waste_bytes,
-                                const JvmtraceSlowPathStart& start, uint32_t* level) {
+uint64_t jvmtrace_slow_path_end_probed(JavaThread* thread, const Klass* klass, size_t word_size, HeapWord* mem,
+                                       bool outside_tlab, size_t tlab_words, uint64_t retired_waste_bytes,
+                                       const JvmtraceSlowPathStart& start, uint32_t* level) {
   const bool exit_on = JVMTRACE_ALLOC_SLOW_EXIT_ENABLED() != 0;
   const bool slow_on = JVMTRACE_ALLOC_SLOW_ENABLED() != 0;
   const bool batch_on = JVMTRACE_ALLOC_BATCH_ENABLED() != 0;

@@ -72,9 +72,6 @@ inline void jvmtrace_plab_event(JvmtracePlabRecordKind kind, uint64_t address, u
     jvmtrace_plab_append(kind, address, bytes, used_bytes, dest);
   }
 }
-// Reports every thread's pending records.  Only on the VM thread at a
-// safepoint, where no GC worker is copying (elsewhere it does nothing).
-void jvmtrace_plab_flush_all();
 
 // The whole heap's used bytes, safe to read from any thread a probe fires
 // on (jvmtraceProbes.cpp).

@@ -28,9 +28,9 @@
 #include "runtime/vframe.inline.hpp"
 #include "utilities/jvmtraceGlobals.hpp"
 #include "utilities/jvmtraceRelease.hpp"
-#include "utilities/spinYield.hpp"
 #include <math.h>
 #include "utilities/jvmtraceProbes.hpp"
+#include "utilities/jvmtraceSpinLocker.hpp"
 
 extern volatile uint64_t jvmtrace_metadata_epoch;  // jvmtraceProbes.cpp
 
@@ -246,21 +246,12 @@ static int64_t jvmtrace_next_interval(int64_t mean) {
   return (int64_t)(-log(1.0 - u) * (double)mean) + 1;
 }
 
-class JvmtraceSampleLocker : public StackObj {
- public:
-  JvmtraceSampleLocker() {
-    SpinYield spin;
-    while (Atomic::cmpxchg(&jvmtrace_sample_lock, 0, 1) != 0) spin.wait();
-  }
-  ~JvmtraceSampleLocker() { Atomic::release_store(&jvmtrace_sample_lock, 0); }
-};
-
 // A candidate of B bytes, drawn with probability p: whether it is sampled,
 // and its weight.  Moves the mean at a window's end.
 static bool jvmtrace_sample_decide(double weight_p, uint64_t* weight) {
   const double target = (double)JvmtraceSampleRate;
   const double capacity = MAX2(2.0, 0.2 * target);
-  JvmtraceSampleLocker locker;
+  JvmtraceSpinLocker locker(&jvmtrace_sample_lock);
   const jlong now = os::javaTimeNanos();  // (under the lock: time never runs backwards here)
   if (jvmtrace_sample_last_ns == 0 || now - jvmtrace_sample_last_ns > JVMTRACE_SAMPLE_SESSION_GAP_NS) {
     // A new session: back to 64 KiB and a full bucket.
