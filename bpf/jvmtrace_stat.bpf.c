@@ -326,7 +326,8 @@ static __always_inline __u32 copy_batch(struct pt_regs *ctx, struct batch_walk *
 	return n;
 }
 
-/* plab__batch(records, count, record_bytes, tid) */
+/* plab__batch(records, count, record_bytes, tid, safepoint_id, last): the
+ * records counted whenever they come (a safepoint's, after it) */
 SEC("usdt")
 int plab__batch(struct pt_regs *ctx)
 {
