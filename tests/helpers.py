@@ -467,19 +467,31 @@ class SchedTrace:
     stretched by the VM.  With libjvm (a patched libjvm.so), also every entry
     to its jvmtrace_pause_end: where the log's end line has been written and
     the patch's own work before the end probe begins (the probe's arguments;
-    the PLAB flush ran there before decision 172).  A
+    the PLAB flush ran there before decision 172).  And every process's calls
+    that change its address space (mmap, munmap, mprotect, mremap, madvise),
+    which a uprobe's trap can wait behind.  A
     context manager around a recording:
 
         with SchedTrace(libjvm) as sched:
             ...record...
         sched.off_cpu_ms(tid, from_ns, to_ns)  # the VM thread's time off its CPU there
         sched.own_end_ms(tid, from_ns, to_ns)  # from jvmtrace_pause_end's entry to to_ns
+        sched.mm_calls(from_ns, to_ns)         # address-space calls in flight there
     """
     SCRIPT = ('BEGIN { printf("READY\\n"); } '
               'tracepoint:sched:sched_switch /args->prev_comm == "VM Thread"/ '
               '{ printf("off %d %llu %d\\n", args->prev_pid, nsecs, args->prev_state); } '
               'tracepoint:sched:sched_switch /args->next_comm == "VM Thread"/ '
-              '{ printf("on %d %llu\\n", args->next_pid, nsecs); }')
+              '{ printf("on %d %llu\\n", args->next_pid, nsecs); }'
+              # Every thread's calls that change an address space (a uprobe's
+              # trap may wait for them: it falls back to mmap_lock when the
+              # mm changed under its lookup), for an excess on the CPU.
+              + "".join(f' tracepoint:syscalls:sys_enter_{c} /comm != "bpftrace"/ '
+                        f'{{ @mm[tid] = nsecs; }} '
+                        f'tracepoint:syscalls:sys_exit_{c} /@mm[tid]/ '
+                        f'{{ printf("mm {c} %d %d %llu %llu %s\\n", pid, tid, @mm[tid], nsecs, comm); '
+                        f'delete(@mm[tid]); }}'
+                        for c in ("mmap", "munmap", "mprotect", "mremap", "madvise")))
     PAUSE_END = "_Z18jvmtrace_pause_endPKcS0_j"  # void jvmtrace_pause_end(const char*, const char*, uint32_t)
 
     def __init__(self, libjvm=None):
@@ -504,8 +516,12 @@ class SchedTrace:
         # (tid -> [(off_ns, on_ns or None, state)]): intervals off the CPU
         self.intervals = {}
         self.pause_ends = {}  # tid -> [ns of each jvmtrace_pause_end entry]
+        self.mm = []  # (start_ns, end_ns, call, pid, tid, comm): calls that changed an address space
         for line in self._out.drain():
             f = line.split()
+            if len(f) >= 6 and f[0] == "mm":
+                self.mm.append((int(f[4]), int(f[5]), f[1], int(f[2]), int(f[3]), " ".join(f[6:])))
+                continue
             if len(f) >= 3 and f[0] == "off":
                 self.intervals.setdefault(int(f[1]), []).append([int(f[2]), None, int(f[3])])
             elif len(f) == 3 and f[0] == "on":
@@ -522,6 +538,12 @@ class SchedTrace:
         after the log's end line; None without one."""
         inside = [t for t in self.pause_ends.get(tid, []) if from_ns <= t <= to_ns]
         return (to_ns - max(inside)) / 1e6 if inside else None
+
+    def mm_calls(self, from_ns, to_ns):
+        """The address-space calls of any process in flight within [from_ns,
+        to_ns]: [(call, comm, tid, ms from from_ns to its start, its ms)]."""
+        return [(c, comm, tid, round((s - from_ns) / 1e6, 3), round((e - s) / 1e6, 3))
+                for s, e, c, _, tid, comm in self.mm if s < to_ns and e > from_ns]
 
     def off_cpu(self, tid, from_ns, to_ns):
         """(ms off the CPU within [from_ns, to_ns], of which preempted while

@@ -181,9 +181,11 @@ def check_against_log(events, log, gc, sched=None):
             # shown, within the time the log says the VM spent at its
             # safepoint (+ 1 ms); more is a defect.
             at_safepoint_ms = safepoints[sp]["at_safepoint_ns"] / 1e6 if sp < len(safepoints) else 0.0
+            mm = [c for a, b in windows for c in sched.mm_calls(a, b)]
             note = (f"{what}: {delta:+.3f} ms beyond the {slack} ms the probes allow, and its VM thread was off "
                     f"its CPU for only {off_ms:.3f} ms there (intervals: ms from the window's start, length, "
-                    f"prev_state: {[o[2] for o in off]})")
+                    f"prev_state: {[o[2] for o in off]}); address-space calls in flight there (call, thread, "
+                    f"tid, ms from the window's start, length): {mm[:10]}{' ...' if len(mm) > 10 else ''}")
             print(f"{gc}: UNEXPLAINED {note}")
             if not zgc or not 0.0 < ms <= max(line["ms"] * 1.1 + 2.0, at_safepoint_ms + 1.0):
                 problems.append(note)
