@@ -286,6 +286,25 @@ def links_and_uprobes():
     return len(json.loads(links.stdout or "[]")), ours, uprobes
 
 
+def link_order():
+    """Our programs' links in the order they were made (link ids ascend):
+    [program name, ...], a name once per link (a probe with several sites
+    has a link for each)."""
+    links = json.loads(subprocess.run(["bpftool", "-j", "link", "show"], capture_output=True, text=True,
+                                      check=True).stdout or "[]")
+    progs = {p["id"]: p.get("name", "") for p in json.loads(subprocess.run(
+        ["bpftool", "-j", "prog", "show"], capture_output=True, text=True, check=True).stdout or "[]")}
+    names = set(contract_probes())
+    return [progs.get(l.get("prog_id")) for l in sorted(links, key=lambda l: l["id"])
+            if progs.get(l.get("prog_id")) in names]
+
+
+# The attach order (usdt_attach.cpp's attach_rank): what a GC, pause or
+# safepoint holds, then what ends one, then what begins one.
+BEGINS = {"gc__start", "gc__pause__start", "safepoint__begin"}
+ENDS = {"gc__end", "gc__pause__end", "safepoint__end"}
+
+
 def test_attach_and_detach_leave_nothing_behind(jdks, java_classes, tmp_path):
     """While recording, our programs are loaded; after Ctrl-C the link count,
     the loaded programs and tracefs' uprobe_events are as before, and the
@@ -304,6 +323,12 @@ def test_attach_and_detach_leave_nothing_behind(jdks, java_classes, tmp_path):
                                           "gc__pause__start", "gc__start", "plab__batch", "safepoint__begin",
                                           "safepoint__end"], \
             "all the programs loaded while recording"
+        # The content's probes go in before any GC's or safepoint's end, the
+        # ends before the beginnings: a GC whose start is in the trace had
+        # plab__batch attached all through it (a live attach once lost the
+        # first 4 of its 26 PLABs, gc__start having gone in first).
+        rank = [2 if p in BEGINS else 1 if p in ENDS else 0 for p in link_order()]
+        assert set(rank) == {0, 1, 2} and rank == sorted(rank), link_order()
         rec.send_signal(signal.SIGINT)
         err = finish(rec)
         assert rec.returncode == 0 and "interrupted" in err, err

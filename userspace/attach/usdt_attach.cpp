@@ -1,5 +1,6 @@
 #include "attach/usdt_attach.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
@@ -41,6 +42,17 @@ const char* const kCombinedProbes[] = {"alloc__slow", "plab__batch"};
 const char* const kSeparateProbes[] = {"tlab__refill", "alloc__slow__enter", "alloc__slow__exit",
                                        "plab__alloc",  "plab__retire",       "promote__direct"};
 constexpr const char* kDrainProbe = "alloc__drain";
+
+// Where a probe goes in attach_jvmtrace_usdt's order: 0, what happens
+// inside a GC, pause or safepoint; 1, the probes that end one; 2, those that
+// begin one.
+int attach_rank(const char* probe) {
+  for (const char* begins : {"gc__start", "gc__pause__start", "safepoint__begin"})
+    if (!std::strcmp(probe, begins)) return 2;
+  for (const char* ends : {"gc__end", "gc__pause__end", "safepoint__end"})
+    if (!std::strcmp(probe, ends)) return 1;
+  return 0;
+}
 
 template <size_t N>
 bool has_all(const std::set<std::string>& available, const char* const (&probes)[N]) {
@@ -105,11 +117,18 @@ void select_probe_set(bpf_object* obj, ProbeSet set) {
 
 bool attach_jvmtrace_usdt(bpf_object* obj, pid_t pid, const TargetFile& binary, Links* links,
                           std::string* error, std::vector<std::string>* absent) {
+  std::vector<bpf_program*> progs;
   bpf_program* prog;
   bpf_object__for_each_program(prog, obj) {
     if (!bpf_program__autoload(prog)) continue;  // left out on purpose (not loaded)
+    if (std::strcmp(bpf_program__name(prog), kDrainProbe) == 0) continue;  // at the end only: drain_alloc_batches()
+    progs.push_back(prog);
+  }
+  std::stable_sort(progs.begin(), progs.end(), [](bpf_program* a, bpf_program* b) {
+    return attach_rank(bpf_program__name(a)) < attach_rank(bpf_program__name(b));
+  });
+  for (bpf_program* prog : progs) {
     const char* probe = bpf_program__name(prog);
-    if (std::strcmp(probe, kDrainProbe) == 0) continue;  // at the end only: drain_alloc_batches()
     // The checked file's /proc/self/fd path: libbpf reads that file, and the
     // kernel registers the uprobes on its inode (no name is looked up again).
     bpf_link* l = bpf_program__attach_usdt(prog, pid, binary.path().c_str(), "jvmtrace", probe, nullptr);

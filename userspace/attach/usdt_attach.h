@@ -19,7 +19,25 @@ namespace jvmtrace {
 struct LinkDelete {
   void operator()(bpf_link* l) const { bpf_link__destroy(l); }
 };
-using Links = std::vector<std::unique_ptr<bpf_link, LinkDelete>>;
+// The links of one attach, in the order they were made; they go in the
+// reverse order (the last made first), so that a probe attached after
+// another is detached before it (attach_jvmtrace_usdt's order).
+class Links {
+ public:
+  Links() = default;
+  Links(const Links&) = delete;
+  Links& operator=(const Links&) = delete;
+  ~Links() { clear(); }
+  void emplace_back(bpf_link* l) { links_.emplace_back(l); }
+  size_t size() const { return links_.size(); }
+  bool empty() const { return links_.empty(); }
+  void clear() {
+    while (!links_.empty()) links_.pop_back();
+  }
+
+ private:
+  std::vector<std::unique_ptr<bpf_link, LinkDelete>> links_;
+};
 
 struct RingDelete {
   void operator()(ring_buffer* r) const { ring_buffer__free(r); }
@@ -84,6 +102,12 @@ std::vector<std::pair<K, V>> read_percpu_hash_map(const bpf_map* map, Add add) {
 // binary (opened and checked) for pid (libbpf resolves the note, the
 // semaphore and the address),
 // except alloc__drain (drain_alloc_batches() attaches it at the end).
+// The order (attach_rank): the probes that report what happens inside a GC,
+// pause or safepoint first, then those that end one, then those that begin
+// one; Links detaches in the reverse order.  So a GC whose gc__start and
+// gc__end are both in a trace had every other probe attached from before it
+// began until after it ended: its content is whole (a probe attached between
+// the two would see only its later part).
 // On failure returns false with a reason naming the probe; links made so far
 // stay in *links (the caller's owner detaches them).  Probes added to the
 // contract later (is_optional_probe) may be absent from a JVM patched
