@@ -243,7 +243,9 @@ def test_allocation_sites_agree_with_jfr(sites_run):
             f"(JFR's own events {jfr_self:.3f}); JFR {dict(counts)}, jvmtrace {rep['allocation_samples']}\n{table}")
     print("\n" + info)
     assert sum(counts.values()) > 200 and rep["allocation_samples"]["samples"] > 200, info
-    assert agree >= MIN_AGREEMENT and len(overlap) >= 9, info
+    # Every one of JFR's top 10 (by the tie rule): so in all 180 runs of the spread (issue 38,
+    # docs/testing.md), the farthest 1.15 standard errors below the 10th against the 3 allowed.
+    assert agree >= MIN_AGREEMENT and len(overlap) == len(top(a)), info
 
 
 def test_bytes_are_under_named_java_frames(sites_run):
@@ -256,8 +258,9 @@ def test_bytes_are_under_named_java_frames(sites_run):
     assert s["sampled_bytes"] + s["unsampled_bytes"] == s["traced_bytes"], s
     assert named >= 0.99 * sum(x["bytes"] for x in java), (named, s)
     # Every unnamed Java frame is counted (a JVM that lives to the end of
-    # the recording unloads nothing here: none).
-    assert s["java_frames_unknown"] <= s["java_frames"] // 1000, s
+    # the recording unloads nothing here: none; 0 in each of the 30 cases'
+    # runs of session 25).
+    assert s["java_frames_unknown"] == 0, s
 
 
 def test_samples_of_a_named_stack_wake_nobody(sites_run):

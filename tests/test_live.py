@@ -259,11 +259,17 @@ def fates_after_gc_run(trace):
     return False
 
 
+def catalog_trace(tmp_path, mode):
+    """Catalog's trace under a collector's flags: one each, kept, so that one
+    that fails is there to replay."""
+    return tmp_path / f"catalog{''.join(mode).replace('-XX:', '').replace('+', '-')}.jvmtrace"
+
+
 def catalog_against_histogram(home, java_classes, tmp_path, mode):
     """Catalog under record --live from its first allocation; after jcmd
     GC.run's collection has reported, the JVM's class histogram; returns
     (histogram by class, its total, report --live's JSON)."""
-    trace = tmp_path / "catalog.jvmtrace"
+    trace = catalog_trace(tmp_path, mode)
     trace.unlink(missing_ok=True)
     cmd = [str(home / "bin/java"), "-XX:+UnlockDiagnosticVMOptions", "-XX:+PauseAtStartup", "-Xmx768m", *mode,
            "-cp", str(java_classes), "Catalog"]
@@ -323,7 +329,10 @@ def test_live_heap_by_class_agrees_with_the_jvms_class_histogram(jdks, java_clas
             inside += abs(v - hist[c]) <= ci
             if abs(v - hist[c]) > 3 * ci:
                 wide.append(c)
-            rows.append(f"{c} {hist[c] / 2**20:.2f} MiB, estimated {v / 2**20:.2f} +- {ci / 2**20:.2f}")
+            # (its samples: few tracked is the sampler's doing, many died the fates')
+            rows.append(f"{c} {hist[c] / 2**20:.2f} MiB, estimated {v / 2**20:.2f} +- {ci / 2**20:.2f} "
+                        f"({est[c]['alive'] if c in est else 0} of {est[c]['tracked'] if c in est else 0} "
+                        f"samples alive)")
         pooled += len(top)
         inside_all += inside
         info = (f"{mode}: histogram {hist_total / 2**20:.1f} MiB, estimated {live['live_bytes'] / 2**20:.1f} MiB "
@@ -331,6 +340,7 @@ def test_live_heap_by_class_agrees_with_the_jvms_class_histogram(jdks, java_clas
                 f"{live['level']}); {sum(c in ours for c in top)} of its top 10 in ours, {inside} inside their 90% "
                 f"intervals:\n  " + "\n  ".join(rows))
         print(info)
+        info += f"\n  (the trace: {catalog_trace(tmp_path, mode)})"
         if abs(live["live_bytes"] - hist_total) > 0.10 * hist_total:
             problems.append(f"total beyond 10%: {info}")
         if sum(c in ours for c in top) < 8:
