@@ -92,6 +92,7 @@ void ConsistencyCheck::lost(const trace::Record& r) {
   tlabs_.clear();
   g1_current_ = g1_retained_ = 0;  // unknown until the next collection releases them
   g1_top_.clear();
+  g1_first_top_.clear();
   g1_pending_.clear();
   g1_filled_.clear();
   plabs_.clear();
@@ -216,9 +217,42 @@ void ConsistencyCheck::g1_replay() {
       g1_current_ = base;
     }
     uint64_t& top = g1_top_[base];
+    if (!top) g1_first_top_[base] = end;
     top = std::max(top, end);
   }
   g1_pending_.clear();
+}
+
+// The allocation that failed and asked for this pause retired the current
+// region first (G1CollectedHeap::attempt_allocation_slow ->
+// attempt_allocation_using_new_region), at a moment the trace does not hold:
+// its thread's record is written when the allocation ends, after the pause.
+// Until the pause began, other threads could still allocate in that region
+// lock-free, and if it had been kept as the retained region (it had room
+// for a TLAB when retired) they did so: its tail is then smaller than the
+// room it had when G1 decided, and is left unfilled.  Both histories are
+// G1's; the replay takes the one its final tail says (filled, below
+// MinTLABSize) and returns what the other changes in the fills: the
+// current region not filled, the retained one filled instead.  -1: no other
+// history (the tail fits a TLAB, so G1 kept the region whenever it
+// decided; or the region's first allocation left no TLAB's room).
+int64_t ConsistencyCheck::g1_retire_at_pause() {
+  if (!g1_current_) return -1;
+  const uint64_t free = g1_free(g1_current_);
+  const bool filled_now = !(free >= min_tlab_ && (!g1_retained_ || free >= g1_free(g1_retained_)));
+  int64_t delta = -1;
+  if (filled_now && stretch_open_) {
+    auto first = g1_first_top_.find(g1_current_);
+    const uint64_t most_free = first == g1_first_top_.end() ? 0 : g1_current_ + region_ - first->second;
+    const uint64_t retained_free = g1_retained_ ? g1_free(g1_retained_) : 0;
+    if (most_free >= min_tlab_ && most_free >= retained_free) {
+      const uint64_t fill_current = free >= kMinFillBytes ? free : 0;
+      const uint64_t fill_retained = retained_free >= kMinFillBytes ? retained_free : 0;
+      delta = static_cast<int64_t>(fill_retained) - static_cast<int64_t>(fill_current);
+    }
+  }
+  g1_retire_current();
+  return delta;
 }
 
 void ConsistencyCheck::slow_enter(const trace::Record& r) {
@@ -336,6 +370,7 @@ void ConsistencyCheck::gc_start(const trace::Record& r) {
     g1_filled_.clear();
     g1_current_ = g1_retained_ = 0;
     g1_top_.clear();
+    g1_first_top_.clear();
     fresh_pause_lost_ = false;
   }
   // Pauses and concurrent cycles are paired apart: HotSpot's GCId::create()
@@ -405,11 +440,17 @@ void ConsistencyCheck::close_stretch(const trace::Record& r, uint64_t to_gc, con
   // retired the current region (G1CollectedHeap::attempt_allocation_slow ->
   // attempt_allocation_using_new_region) and found no new one.
   if (region_ && !stock_) g1_replay();
-  if (region_ && cause == "G1 Evacuation Pause") g1_retire_current();
+  const int64_t other_fill_delta = region_ && cause == "G1 Evacuation Pause" ? g1_retire_at_pause() : -1;
   // Closing the mutator stretch: its allocation against the heap's growth.
   if (stretch_open_ && !stock_) {
     Stretch s{stretch_from_, to_gc, r.offset, heap_used - stretch_used_, stretch_alloc_, stretch_filled_, !stretch_lost_};
     if (heap_used < stretch_used_) s.growth = 0;
+    if (other_fill_delta != -1 && heap_used >= stretch_used_ &&
+        s.growth != s.allocated + s.filled &&
+        static_cast<int64_t>(s.growth) == static_cast<int64_t>(s.allocated + s.filled) + other_fill_delta) {
+      s.filled = static_cast<uint64_t>(static_cast<int64_t>(s.filled) + other_fill_delta);
+      g1_retained_at_pause_++;
+    }
     if (s.checked && !pause_probes_ && stretch_cycle_) {
       s.checked = false;  // a concurrent cycle's Remark or Cleanup may lie in it
       undecided_++;
@@ -662,6 +703,10 @@ void ConsistencyCheck::finish() {
   if (g1_reordered_)
     notes_.push_back(num(g1_reordered_) + " allocation(s) reached the trace after their G1 region was filled (their "
                      "threads' records are timed after the allocation): replayed into that region's tail");
+  if (g1_retained_at_pause_)
+    notes_.push_back(num(g1_retained_at_pause_) + " stretch(es) ended with a pause for a failed allocation whose "
+                     "G1 region was kept as the retained one when that allocation retired it, and filled up by "
+                     "other threads before the pause: its tail was left unfilled");
   if (shared_ids_)
     notes_.push_back(num(shared_ids_) + " concurrent cycle(s) took the id of a pause that started at the same moment "
                      "(HotSpot's GC ids are not taken atomically; its log shows the same)");

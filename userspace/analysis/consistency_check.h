@@ -149,6 +149,7 @@ class ConsistencyCheck {
   // grows by it.  Young and full collections release both regions.
   uint64_t g1_current_ = 0, g1_retained_ = 0;       // region bases, 0: none
   std::unordered_map<uint64_t, uint64_t> g1_top_;   // region base -> end of its last allocation
+  std::unordered_map<uint64_t, uint64_t> g1_first_top_;  // region base -> end of its first allocation
   uint64_t stretch_filled_ = 0;
   struct G1Allocation {
     uint64_t ts_ns, start, bytes;
@@ -161,6 +162,11 @@ class ConsistencyCheck {
   };
   std::unordered_map<uint64_t, G1Filled> g1_filled_;  // retired and filled since the last release
   uint64_t g1_reordered_ = 0;  // allocations replayed after their region's fill (records out of time order)
+  // At a pause for a failed allocation, the fill the other history gives
+  // (the current region retained, not filled: see close_stretch), or -1.
+  int64_t g1_other_fill_delta_ = -1;
+  uint64_t g1_retained_at_pause_ = 0;  // stretches that the other history explained
+  int64_t g1_retire_at_pause();
   uint64_t stretch_seq_ = 0;
   void g1_allocated(uint64_t ts_ns, uint64_t start, uint64_t bytes);
   void g1_replay();
