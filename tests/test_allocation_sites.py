@@ -333,13 +333,15 @@ def test_method_names_stay_right(jdks, java_classes, tmp_path, delay_ms):
                     "-C", str(java_classes), "RedefineAgent.class"], check=True, capture_output=True)
     trace = tmp_path / "churn.jvmtrace"
     java = Path(jdks["patched"]) / "bin/java"
-    cmd = [str(java), "-XX:+UnlockDiagnosticVMOptions", "-XX:+PauseAtStartup", "-XX:+UseG1GC", "-Xmx64m",
-           f"-javaagent:{agent}", f"-Xlog:class+unload:file={tmp_path}/unload.log", "-cp", str(java_classes),
-           "MetadataChurn", "300"]
+    # The rate on the command line: a JVM held at start-up takes a tracer's
+    # --sample-rate only once it answers the attach, after its first rounds.
+    cmd = [str(java), "-XX:+UnlockDiagnosticVMOptions", "-XX:+PauseAtStartup", "-XX:JvmtraceSampleRate=5000",
+           "-XX:+UseG1GC", "-Xmx64m", f"-javaagent:{agent}", f"-Xlog:class+unload:file={tmp_path}/unload.log",
+           "-cp", str(java_classes), "MetadataChurn", "300"]
     env = {**os.environ, **({"JVMTRACE_TEST_NAME_DELAY_MS": str(delay_ms)} if delay_ms else {})}
     jvm, rec, err = start_held_and_attach(
-        cmd, tmp_path, lambda pid: [str(JVMTRACE), "record", "--stacks", "--sample-rate", "5000", "--buffer-mb", "256",
-                                    "-p", str(pid), "-o", str(trace)], env=env)
+        cmd, tmp_path, lambda pid: [str(JVMTRACE), "record", "--stacks", "--buffer-mb", "256", "-p", str(pid), "-o",
+                                    str(trace)], env=env)
     try:
         out, jerr = jvm.communicate("go\n", timeout=600)
         assert jvm.returncode == 0 and "rounds 300" in out, jerr[-2000:]
@@ -375,10 +377,10 @@ def test_method_names_stay_right(jdks, java_classes, tmp_path, delay_ms):
                     wrong.append((name, names[:4]))
     assert not wrong, f"{len(wrong)} frames named wrongly: {wrong[:10]}"
     if not delay_ms:
-        # --sample-rate 5000 keeps the rate limit out of reach, so the count
-        # follows the bytes (one sample per 64 KiB), not how fast the machine
-        # ran the rounds: at the default 250 a second CI's faster run took 46
-        # (50 asked).  Here 304-346 on 17, 515-528 on 21 and 25.
+        # A rate of 5000 a second, from the first round, keeps the rate limit
+        # out of reach, so the count follows the bytes (one sample per 64 KiB
+        # of slow paths), not how fast the machine ran the rounds: at the
+        # default 250 CI's faster run took 46 (50 asked).
         assert gen_samples > 150, f"only {gen_samples} samples in the generated classes: the test lost its point"
     # Unknown frames are counted where record reports them.
     m = re.search(r"(\d+) Java frames, (\d+) of them of a method not named", rec_err)
