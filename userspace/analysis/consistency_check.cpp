@@ -164,10 +164,13 @@ void ConsistencyCheck::g1_fill(uint64_t base) {
 // (MutatorAllocRegion::retire(true)): the region is kept as the retained
 // one if it still fits a TLAB and has at least as much free as the retained
 // one (which is then filled), else it is filled itself.
+bool ConsistencyCheck::g1_should_retain(uint64_t free) const {
+  return free >= min_tlab_ && (!g1_retained_ || free >= g1_free(g1_retained_));
+}
+
 void ConsistencyCheck::g1_retire_current() {
   if (!g1_current_) return;
-  const uint64_t free = g1_free(g1_current_);
-  if (free >= min_tlab_ && (!g1_retained_ || free >= g1_free(g1_retained_))) {
+  if (g1_should_retain(g1_free(g1_current_))) {
     if (g1_retained_) g1_fill(g1_retained_);
     g1_retained_ = g1_current_;
   } else {
@@ -233,23 +236,19 @@ void ConsistencyCheck::g1_replay() {
 // room it had when G1 decided, and is left unfilled.  Both histories are
 // G1's; the replay takes the one its final tail says (filled, below
 // MinTLABSize) and returns what the other changes in the fills: the
-// current region not filled, the retained one filled instead.  -1: no other
-// history (the tail fits a TLAB, so G1 kept the region whenever it
+// current region not filled, the retained one filled instead.  None: no
+// other history (the tail fits a TLAB, so G1 kept the region whenever it
 // decided; or the region's first allocation left no TLAB's room).
-int64_t ConsistencyCheck::g1_retire_at_pause() {
-  if (!g1_current_) return -1;
+std::optional<int64_t> ConsistencyCheck::g1_retire_at_pause() {
+  if (!g1_current_) return std::nullopt;
   const uint64_t free = g1_free(g1_current_);
-  const bool filled_now = !(free >= min_tlab_ && (!g1_retained_ || free >= g1_free(g1_retained_)));
-  int64_t delta = -1;
-  if (filled_now && stretch_open_) {
-    auto first = g1_first_top_.find(g1_current_);
-    const uint64_t most_free = first == g1_first_top_.end() ? 0 : g1_current_ + region_ - first->second;
+  std::optional<int64_t> delta;
+  auto first = g1_first_top_.find(g1_current_);
+  if (stretch_open_ && !g1_should_retain(free) && first != g1_first_top_.end() &&
+      g1_should_retain(g1_current_ + region_ - first->second)) {
     const uint64_t retained_free = g1_retained_ ? g1_free(g1_retained_) : 0;
-    if (most_free >= min_tlab_ && most_free >= retained_free) {
-      const uint64_t fill_current = free >= kMinFillBytes ? free : 0;
-      const uint64_t fill_retained = retained_free >= kMinFillBytes ? retained_free : 0;
-      delta = static_cast<int64_t>(fill_retained) - static_cast<int64_t>(fill_current);
-    }
+    const auto fill = [](uint64_t tail) { return static_cast<int64_t>(tail >= kMinFillBytes ? tail : 0); };
+    delta = fill(retained_free) - fill(free);
   }
   g1_retire_current();
   return delta;
@@ -440,15 +439,15 @@ void ConsistencyCheck::close_stretch(const trace::Record& r, uint64_t to_gc, con
   // retired the current region (G1CollectedHeap::attempt_allocation_slow ->
   // attempt_allocation_using_new_region) and found no new one.
   if (region_ && !stock_) g1_replay();
-  const int64_t other_fill_delta = region_ && cause == "G1 Evacuation Pause" ? g1_retire_at_pause() : -1;
+  const std::optional<int64_t> other_fill_delta =
+      region_ && cause == "G1 Evacuation Pause" ? g1_retire_at_pause() : std::nullopt;
   // Closing the mutator stretch: its allocation against the heap's growth.
   if (stretch_open_ && !stock_) {
     Stretch s{stretch_from_, to_gc, r.offset, heap_used - stretch_used_, stretch_alloc_, stretch_filled_, !stretch_lost_};
     if (heap_used < stretch_used_) s.growth = 0;
-    if (other_fill_delta != -1 && heap_used >= stretch_used_ &&
-        s.growth != s.allocated + s.filled &&
-        static_cast<int64_t>(s.growth) == static_cast<int64_t>(s.allocated + s.filled) + other_fill_delta) {
-      s.filled = static_cast<uint64_t>(static_cast<int64_t>(s.filled) + other_fill_delta);
+    const int64_t other = other_fill_delta.value_or(0);  // (0: the same fills, nothing to tell apart)
+    if (other != 0 && heap_used >= stretch_used_ && s.slack() == other) {
+      s.filled = static_cast<uint64_t>(static_cast<int64_t>(s.filled) + other);
       g1_retained_at_pause_++;
     }
     if (s.checked && !pause_probes_ && stretch_cycle_) {

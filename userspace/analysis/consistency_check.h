@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -162,11 +163,9 @@ class ConsistencyCheck {
   };
   std::unordered_map<uint64_t, G1Filled> g1_filled_;  // retired and filled since the last release
   uint64_t g1_reordered_ = 0;  // allocations replayed after their region's fill (records out of time order)
-  // At a pause for a failed allocation, the fill the other history gives
-  // (the current region retained, not filled: see close_stretch), or -1.
-  int64_t g1_other_fill_delta_ = -1;
-  uint64_t g1_retained_at_pause_ = 0;  // stretches that the other history explained
-  int64_t g1_retire_at_pause();
+  uint64_t g1_retained_at_pause_ = 0;  // stretches G1's other history at the pause explained
+  std::optional<int64_t> g1_retire_at_pause();
+  bool g1_should_retain(uint64_t free) const;  // MutatorAllocRegion::should_retain
   uint64_t stretch_seq_ = 0;
   void g1_allocated(uint64_t ts_ns, uint64_t start, uint64_t bytes);
   void g1_replay();
